@@ -1,0 +1,241 @@
+"""The `ptscaffold` command: parse options, call one API function, map errors to exit codes."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from . import _answers, _features
+from .errors import (
+    EXIT_CODES_HELP,
+    EXIT_CONFLICTS,
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    PtscaffoldError,
+)
+
+T = TypeVar("T")
+
+MAIN_EPILOG = f"""\b
+Examples:
+  ptscaffold new my-project                      # answer the questions interactively
+  ptscaffold new my-project --defaults --data amp=bf16 --data distributed=ddp
+  ptscaffold features                            # every question, its choices and default
+  cd my-project && ptscaffold update             # newer template, keeping your edits
+
+\b
+{EXIT_CODES_HELP}"""
+
+NEW_EPILOG = """\b
+Examples:
+  ptscaffold new my-project
+  ptscaffold new my-project --defaults --data project_name="My Project" --data compile=true
+  ptscaffold new my-project --data-file answers.yml --no-git"""
+
+UPDATE_EPILOG = f"""\b
+Examples:
+  ptscaffold update                      # the project in the current directory
+  ptscaffold update my-project --data amp=bf16
+  ptscaffold update my-project --conflict rej --to 0.2.0
+
+Exit code {EXIT_CONFLICTS}: the update finished but left conflicts; resolve the listed files, then
+commit."""
+
+FEATURES_EPILOG = """\b
+Example:
+  ptscaffold features"""
+
+app = typer.Typer(
+    name="ptscaffold",
+    help="Generate a PyTorch training project from a Copier template, and keep it up to date.",
+    epilog=MAIN_EPILOG,
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _run(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Call the API; the single place where exceptions become messages and exit codes."""
+    try:
+        return fn(*args, **kwargs)
+    except PtscaffoldError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(exc.exit_code) from None
+    except KeyboardInterrupt:
+        typer.echo("\ninterrupted", err=True)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    except Exception as exc:
+        if os.environ.get("PTSCAFFOLD_DEBUG"):
+            raise
+        first = (str(exc).strip().splitlines() or [""])[0]
+        typer.echo(
+            f"error: unexpected {type(exc).__name__}: {first} (set PTSCAFFOLD_DEBUG=1 for a "
+            "traceback)",
+            err=True,
+        )
+        raise typer.Exit(EXIT_ERROR) from None
+
+
+def _data(items: list[str] | None) -> dict[str, str]:
+    return _run(_answers.parse_data_items, items or [])
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        from . import __version__
+
+        typer.echo(f"ptscaffold {__version__}")
+        raise typer.Exit(EXIT_OK)
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_version_callback,
+            is_eager=True,
+            help="Show the version and exit.",
+        ),
+    ] = False,
+) -> None:
+    """Generate a PyTorch training project from a Copier template, and keep it up to date."""
+
+
+DataOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--data",
+        "-d",
+        metavar="KEY=VALUE",
+        help="Answer a question (repeatable); see `ptscaffold features`.",
+    ),
+]
+TrustOption = Annotated[
+    bool,
+    typer.Option(
+        "--trust", help="Let a template other than the bundled one run its tasks and migrations."
+    ),
+]
+
+
+@app.command(epilog=NEW_EPILOG)
+def new(
+    dest: Annotated[Path, typer.Argument(metavar="DEST", help="Folder to create the project in.")],
+    data: DataOption = None,
+    data_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--data-file", metavar="FILE", help="YAML file of answers (question: answer)."
+        ),
+    ] = None,
+    defaults: Annotated[
+        bool, typer.Option("--defaults", help="Use the default for every question not answered.")
+    ] = False,
+    template: Annotated[
+        str | None,
+        typer.Option(
+            "--template", metavar="SRC", help="Another copy of the template: path or git URL."
+        ),
+    ] = None,
+    no_git: Annotated[
+        bool, typer.Option("--no-git", help="Do not make a git repository and initial commit.")
+    ] = False,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Render into a non-empty folder; nothing there is deleted."),
+    ] = False,
+    trust: TrustOption = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only errors.")] = False,
+) -> None:
+    """Create a new project in DEST (questions are asked unless answered or --defaults)."""
+    from ._new import new as api_new
+
+    _run(
+        api_new,
+        dest,
+        data=_data(data),
+        data_file=data_file,
+        defaults=defaults,
+        template=template,
+        git=not no_git,
+        force=force,
+        trust=trust,
+        quiet=quiet,
+    )
+
+
+@app.command(epilog=UPDATE_EPILOG)
+def update(
+    project: Annotated[
+        Path, typer.Argument(metavar="[PROJECT]", help="The project to update (default: here).")
+    ] = Path("."),
+    data: DataOption = None,
+    ask: Annotated[
+        bool, typer.Option("--ask", help="Ask every question again (recorded answers as defaults).")
+    ] = False,
+    conflict: Annotated[
+        str,
+        typer.Option(
+            "--conflict",
+            metavar="inline|rej",
+            help="Overlapping edits: inline conflict markers, or .rej files.",
+        ),
+    ] = "inline",
+    to: Annotated[
+        str | None,
+        typer.Option("--to", metavar="REF", help="Template version or git ref to update to."),
+    ] = None,
+    trust: TrustOption = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only errors.")] = False,
+) -> None:
+    """Apply template changes (and changed answers) to PROJECT, keeping your edits."""
+    from ._update import update as api_update
+
+    if conflict not in ("inline", "rej"):
+        raise typer.BadParameter("must be inline or rej", param_hint="--conflict")
+    result = _run(
+        api_update,
+        project,
+        data=_data(data),
+        ask=ask,
+        conflict=conflict,  # type: ignore[arg-type]
+        to=to,
+        trust=trust,
+        quiet=quiet,
+    )
+    if result.conflicts:
+        typer.echo(f"Updated {result.project} to {result.new_version} with conflicts in:", err=True)
+        for name in result.conflicts:
+            typer.echo(f"  {name}", err=True)
+        typer.echo(
+            "Resolve them (look for <<<<<<< markers, or the .rej files), then commit.", err=True
+        )
+        raise typer.Exit(EXIT_CONFLICTS)
+    if not quiet:
+        typer.echo(
+            f"Updated {result.project} from {result.old_version} to {result.new_version}. "
+            "Review with `git diff`, then commit."
+        )
+
+
+@app.command(epilog=FEATURES_EPILOG)
+def features() -> None:
+    """List every question of the template: choices, default and what it renders."""
+    typer.echo(_run(lambda: _features.table(_features.features())))
+
+
+def main() -> None:
+    app(prog_name="ptscaffold")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

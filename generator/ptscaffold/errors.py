@@ -1,0 +1,35 @@
+"""Errors raised by the ptscaffold API, and the exit codes the CLI maps them to."""
+
+from __future__ import annotations
+
+# Exit codes of the `ptscaffold` command (also listed in `ptscaffold --help`).
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_CONFLICTS = 3
+EXIT_INTERRUPTED = 130
+
+EXIT_CODES_HELP = (
+    f"Exit codes: {EXIT_OK} ok, {EXIT_ERROR} error, {EXIT_USAGE} usage or invalid answers, "
+    f"{EXIT_CONFLICTS} update finished with conflicts, {EXIT_INTERRUPTED} interrupted (Ctrl-C)."
+)
+
+
+class PtscaffoldError(Exception):
+    """A failure explained in one line; the CLI prints it as `error: <message>`."""
+
+    exit_code = EXIT_ERROR
+
+
+class AnswersError(PtscaffoldError):
+    """An answer (from --data, --data-file or a prompt) that the template cannot accept."""
+
+    exit_code = EXIT_USAGE
+
+
+class DestinationError(PtscaffoldError):
+    """The destination of `new` cannot take a project."""
+
+
+class UpdateRefused(PtscaffoldError):
+    """`update` refused before touching the project."""

@@ -1,0 +1,260 @@
+"""The `ptscaffold` command: options, messages, exit codes and where files end up."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import ptscaffold
+import pytest
+import yaml
+from ptscaffold import _template
+from ptscaffold_testing import REPO_ROOT, copy_template, git, invoke, isolated, ptscaffold_cache  # noqa: F401
+
+
+def test_version_matches_copier_yml():
+    config = yaml.safe_load((REPO_ROOT / "copier.yml").read_text())
+    result = invoke("--version")
+    assert result.exit_code == 0
+    assert result.stdout.strip() == f"ptscaffold {config['template_version']['default']}"
+    assert ptscaffold.__version__ == config["template_version"]["default"]
+
+
+def test_help_shows_examples_and_exit_codes():
+    result = invoke("--help")
+    assert result.exit_code == 0
+    assert "ptscaffold new my-project" in result.stdout
+    assert "Exit codes:" in result.stdout and "130" in result.stdout
+    assert "--install-completion" in result.stdout
+
+
+@pytest.mark.parametrize("command", ["new", "update", "features"])
+def test_every_command_help_has_an_example(command):
+    result = invoke(command, "--help")
+    assert result.exit_code == 0
+    assert f"ptscaffold {command}" in result.stdout.split("Example")[-1]
+
+
+def test_features_lists_every_question_with_choices_and_help():
+    result = invoke("features")
+    assert result.exit_code == 0
+    config = yaml.safe_load((REPO_ROOT / "copier.yml").read_text())
+    lines = {line.split()[0]: line for line in result.stdout.splitlines()[1:] if line.strip()}
+    for name, spec in config.items():
+        computed = isinstance(spec, dict) and spec.get("when") is False
+        if name.startswith("_") or computed:
+            assert name not in lines, f"{name} is not a question"
+            continue
+        assert name in lines, f"{name} missing from the features table"
+        assert spec["help"].split("(")[0].strip() in lines[name]
+        choices = spec.get("choices") or []
+        for value in choices.values() if isinstance(choices, dict) else choices:
+            assert str(value) in lines[name]
+
+
+def test_new_defaults_makes_a_git_repo_with_one_commit_without_identity(tmp_path, isolated):  # noqa: F811
+    assert not (isolated / ".gitconfig").read_text()  # no user.name / user.email anywhere
+    dest = tmp_path / "proj"
+    result = invoke("new", str(dest), "--defaults")
+    assert result.exit_code == 0, result.stderr
+    assert (dest / ".copier-answers.yml").is_file()
+    assert git(dest, "rev-list", "--count", "HEAD").strip() == "1"
+    assert git(dest, "status", "--porcelain") == ""
+    answers = yaml.safe_load((dest / ".copier-answers.yml").read_text())
+    assert answers["_src_path"] == _template.CANONICAL_URL
+    assert answers["_commit"] == f"v{ptscaffold.__version__}"
+    assert answers["project_name"] == "proj"
+    # Next steps printed once (copier's _message_after_copy, with the real destination).
+    assert result.stdout.count("pip install") == 1
+    assert str(dest) in result.stdout
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".proj.")]
+
+
+def test_new_uses_the_configured_identity(tmp_path, isolated):  # noqa: F811
+    (isolated / ".gitconfig").write_text("[user]\n\tname = Ada\n\temail = ada@example.com\n")
+    dest = ptscaffold.new(tmp_path / "p", defaults=True, quiet=True)
+    assert git(dest, "log", "--format=%an <%ae>").strip() == "Ada <ada@example.com>"
+
+
+def test_no_git_leaves_no_repository(tmp_path):
+    dest = ptscaffold.new(tmp_path / "p", defaults=True, git=False, quiet=True)
+    assert (dest / ".copier-answers.yml").is_file()
+    assert not (dest / ".git").exists()
+
+
+def test_post_gen_hook_runs_as_a_script(tmp_path):
+    project = tmp_path / "plain"
+    project.mkdir()
+    (project / "a.txt").write_text("a\n")
+    hook = REPO_ROOT / "hooks" / "post_gen.py"
+    subprocess.run(["python", str(hook), str(project)], check=True, env=os.environ)
+    assert git(project, "ls-files").split() == ["a.txt"]
+
+
+def test_existing_non_empty_destination_is_refused(tmp_path):
+    dest = tmp_path / "proj"
+    dest.mkdir()
+    (dest / "notes.txt").write_text("mine\n")
+    result = invoke("new", str(dest), "--defaults")
+    assert result.exit_code == 1
+    assert "not empty" in result.stderr and "--force" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert [p.name for p in dest.iterdir()] == ["notes.txt"]
+    assert (dest / "notes.txt").read_text() == "mine\n"
+
+
+def test_existing_empty_destination_is_used(tmp_path):
+    dest = tmp_path / "proj"
+    dest.mkdir()
+    assert invoke("new", str(dest), "--defaults").exit_code == 0
+    assert (dest / ".copier-answers.yml").is_file()
+
+
+def test_force_keeps_user_files(tmp_path):
+    dest = tmp_path / "proj"
+    (dest / "data").mkdir(parents=True)
+    (dest / "notes.txt").write_text("mine\n")
+    (dest / "data" / "raw.bin").write_bytes(b"\x00\x01")
+    result = invoke("new", str(dest), "--defaults", "--force")
+    assert result.exit_code == 0, result.stderr
+    assert (dest / "notes.txt").read_text() == "mine\n"
+    assert (dest / "data" / "raw.bin").read_bytes() == b"\x00\x01"
+    assert (dest / ".copier-answers.yml").is_file()
+    assert git(dest, "rev-list", "--count", "HEAD").strip() == "1"
+
+
+def test_destination_that_is_a_file_is_refused(tmp_path):
+    dest = tmp_path / "proj"
+    dest.write_text("not a folder\n")
+    result = invoke("new", str(dest), "--defaults", "--force")
+    assert result.exit_code == 1
+    assert "not a directory" in result.stderr
+    assert dest.read_text() == "not a folder\n"
+
+
+def test_parent_that_is_a_file_is_refused(tmp_path):
+    parent = tmp_path / "parent"
+    parent.write_text("")
+    result = invoke("new", str(parent / "proj"), "--defaults")
+    assert result.exit_code == 1
+    assert "is not a directory" in result.stderr
+    assert parent.read_text() == ""
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can write to a read-only folder")
+def test_unwritable_parent_is_refused(tmp_path):
+    parent = tmp_path / "ro"
+    parent.mkdir()
+    parent.chmod(0o500)
+    try:
+        result = invoke("new", str(parent / "proj"), "--defaults")
+    finally:
+        parent.chmod(0o700)
+    assert result.exit_code == 1
+    assert "not writable" in result.stderr
+
+
+def test_missing_parents_are_created(tmp_path):
+    dest = tmp_path / "a" / "b" / "proj"
+    assert invoke("new", str(dest), "--defaults").exit_code == 0
+    assert (dest / ".copier-answers.yml").is_file()
+
+
+def test_destination_inside_another_repository_is_noted(tmp_path):
+    outer = tmp_path / "outer"
+    outer.mkdir()
+    git(outer, "init", "-q")
+    dest = outer / "sub" / "proj"
+    result = invoke("new", str(dest), "--defaults")
+    assert result.exit_code == 0, result.stderr
+    notes = [line for line in result.stderr.splitlines() if line.startswith("note:")]
+    assert len(notes) == 1 and str(outer) in notes[0]
+    assert git(dest, "rev-parse", "--show-toplevel").strip() == str(dest)
+
+
+def test_no_terminal_without_defaults_says_what_to_pass(tmp_path):
+    result = invoke("new", str(tmp_path / "proj"))
+    assert result.exit_code == 2
+    assert "--defaults" in result.stderr and "--data" in result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    assert not (tmp_path / "proj").exists()
+
+
+def test_all_answers_given_need_no_terminal(tmp_path):
+    config = yaml.safe_load((REPO_ROOT / "copier.yml").read_text())
+    data_file = tmp_path / "answers.yml"
+    answers = {"project_name": "Full"}
+    data_file.write_text(yaml.safe_dump(answers))
+    questions = [q for q in ptscaffold.features() if q.name != "project_name"]
+    args = [f"--data={q.name}={_default(q, config)}" for q in questions if q.when is None]
+    result = invoke("new", str(tmp_path / "proj"), "--data-file", str(data_file), *args)
+    assert result.exit_code == 0, result.stderr
+
+
+def _default(question, config):
+    if question.name == "package_name":
+        return "full"
+    value = question.default
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _untrusted_template(root: Path) -> Path:
+    copy_template(root)
+    config = root / "copier.yml"
+    marker = root.parent / "task-ran"
+    config.write_text(config.read_text() + f'\n_tasks:\n  - "touch {marker}"\n')
+    return root
+
+
+def test_untrusted_template_is_refused_without_trust(tmp_path):
+    template = _untrusted_template(tmp_path / "tpl")
+    dest = tmp_path / "proj"
+    result = invoke("new", str(dest), "--defaults", "--template", str(template))
+    assert result.exit_code == 1
+    assert "--trust" in result.stderr and "tasks" in result.stderr
+    assert not dest.exists()
+    assert not (tmp_path / "task-ran").exists()
+
+
+def test_untrusted_template_runs_with_trust(tmp_path):
+    template = _untrusted_template(tmp_path / "tpl")
+    dest = tmp_path / "proj"
+    result = invoke("new", str(dest), "--defaults", "--template", str(template), "--trust")
+    assert result.exit_code == 0, result.stderr
+    assert (tmp_path / "task-ran").exists()
+    answers = yaml.safe_load((dest / ".copier-answers.yml").read_text())
+    assert answers["_src_path"] == str(template)  # absolute, never relative
+
+
+def test_ctrl_c_while_rendering_leaves_nothing_and_exits_130(tmp_path, monkeypatch):
+    import copier._main
+
+    original = copier._main.Worker._render_file
+    calls = []
+
+    def interrupted(self, *args, **kwargs):
+        calls.append(args)
+        if len(calls) == 3:  # some files are already written
+            raise KeyboardInterrupt
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(copier._main.Worker, "_render_file", interrupted)
+    dest = tmp_path / "deep" / "proj"
+    result = invoke("new", str(dest), "--defaults")
+    assert result.exit_code == 130
+    assert len(calls) == 3
+    assert list(tmp_path.iterdir()) == [tmp_path / "home"]
+
+
+def test_ctrl_c_during_git_leaves_nothing(tmp_path, monkeypatch):
+    from ptscaffold import _new
+
+    def interrupted(project):
+        assert any(Path(project).iterdir())
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_new, "_run_hook", interrupted)
+    result = invoke("new", str(tmp_path / "proj"), "--defaults")
+    assert result.exit_code == 130
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["home"]

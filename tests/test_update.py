@@ -1,0 +1,347 @@
+"""`ptscaffold update`: offline, keeps user edits, marks overlaps, refuses without touching."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import ptscaffold
+import pytest
+import yaml
+from ptscaffold import UpdateRefused, _template
+from ptscaffold_testing import (
+    REPO_ROOT,
+    commit_all,
+    copy_template,
+    git,
+    invoke,
+    isolated,  # noqa: F401
+    ptscaffold_cache,  # noqa: F401
+    set_version,
+    tree_state,
+)
+
+NOTES_V1 = "alpha\nbeta\ngamma\ndelta\nepsilon\nzeta\neta\ntheta\n"
+# v2 changes `alpha` (the user does not touch it) and `theta` (the user edits it too).
+NOTES_V2 = "alpha from v2\nbeta\ngamma\ndelta\nepsilon\nzeta\neta\ntheta from v2\n"
+
+
+def _template_version(root: Path, version: str, notes: str, added: bool) -> Path:
+    copy_template(root)
+    set_version(root, version)
+    (root / "template" / "NOTES.md").write_text(notes)
+    if added:
+        (root / "template" / "ADDED.md").write_text("new in v2\n")
+    return root
+
+
+@pytest.fixture
+def bundled(monkeypatch, tmp_path):
+    """Switch the 'installed' template between two versions, as upgrading ptscaffold would."""
+    roots = {
+        "1.0.0": _template_version(tmp_path / "t1", "1.0.0", NOTES_V1, added=False),
+        "2.0.0": _template_version(tmp_path / "t2", "2.0.0", NOTES_V2, added=True),
+    }
+
+    def install(version: str) -> None:
+        monkeypatch.setattr(_template, "template_root", lambda: roots[version])
+
+    install("1.0.0")
+    return install
+
+
+@pytest.fixture
+def template_repo(tmp_path):
+    """A git repository of the template tagged v1.0.0; calling `.release_v2()` tags v2.0.0."""
+    repo = _template_version(tmp_path / "tpl-repo", "1.0.0", NOTES_V1, added=False)
+    git(repo, "init", "-q")
+    commit_all(repo, "v1")
+    git(repo, "tag", "v1.0.0")
+
+    def release_v2() -> None:
+        set_version(repo, "2.0.0")
+        (repo / "template" / "NOTES.md").write_text(NOTES_V2)
+        (repo / "template" / "ADDED.md").write_text("new in v2\n")
+        commit_all(repo, "v2")
+        git(repo, "tag", "v2.0.0")
+
+    return repo, release_v2
+
+
+def _user_edits(project: Path) -> None:
+    notes = project / "NOTES.md"
+    notes.write_text(notes.read_text().replace("theta", "theta edited by the user"))
+    (project / "USER.md").write_text("mine\n")
+    commit_all(project, "user edits")
+
+
+def _check_merged(project: Path, result) -> None:
+    assert result.exit_code == 3, result.stderr
+    assert "NOTES.md" in result.stderr
+    notes = (project / "NOTES.md").read_text()
+    assert notes.startswith("alpha from v2\n")  # untouched line updated
+    assert "<<<<<<<" in notes and ">>>>>>>" in notes  # overlapping edit marked
+    assert "theta edited by the user" in notes and "theta from v2" in notes
+    assert (project / "ADDED.md").read_text() == "new in v2\n"
+    assert (project / "USER.md").read_text() == "mine\n"
+    assert git(project, "diff", "--name-only", "--diff-filter=U").split() == ["NOTES.md"]
+
+
+def test_update_bundled_template_merges_and_reports_conflicts(tmp_path, bundled):
+    project = ptscaffold.new(tmp_path / "proj", defaults=True, quiet=True)
+    assert yaml.safe_load((project / ".copier-answers.yml").read_text())["_commit"] == "v1.0.0"
+    _user_edits(project)
+    bundled("2.0.0")
+    result = invoke("update", str(project))
+    _check_merged(project, result)
+    answers = yaml.safe_load((project / ".copier-answers.yml").read_text())
+    assert answers["_commit"] == "v2.0.0"
+    assert answers["_src_path"] == _template.CANONICAL_URL
+
+
+def test_update_with_rej_files(tmp_path, bundled):
+    project = ptscaffold.new(tmp_path / "proj", defaults=True, quiet=True)
+    _user_edits(project)
+    bundled("2.0.0")
+    result = invoke("update", str(project), "--conflict", "rej")
+    assert result.exit_code == 3, result.stderr
+    assert "NOTES.md.rej" in result.stderr
+    # Copier applies the user's diff onto the new render: the hunk it cannot place is the user's.
+    assert (project / "NOTES.md").read_text().startswith("alpha from v2\n")
+    assert "theta edited by the user" in (project / "NOTES.md.rej").read_text()
+    assert (project / "USER.md").read_text() == "mine\n"
+
+
+def test_update_from_a_git_template_source(tmp_path, template_repo):
+    repo, release_v2 = template_repo
+    project = tmp_path / "proj"
+    result = invoke("new", str(project), "--defaults", "--template", str(repo), "--data", "_x=1")
+    assert result.exit_code == 2  # `_x` is not a question of that template either
+    project = ptscaffold.new(project, defaults=True, template=str(repo), quiet=True)
+    answers = yaml.safe_load((project / ".copier-answers.yml").read_text())
+    assert answers["_src_path"] == str(repo)  # absolute, so `copier update` works too
+    assert answers["_commit"] == "v1.0.0"
+    _user_edits(project)
+    release_v2()
+    _check_merged(project, invoke("update", str(project)))
+
+
+def _strip_git(state: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in state.items() if not k.startswith("<")}
+
+
+@pytest.mark.parametrize(
+    ("flag", "on", "off"), [("amp", "bf16", "none"), ("nan_guard", "false", "true")]
+)
+def test_toggling_a_feature_equals_a_fresh_generation(tmp_path, flag, on, off):
+    project = ptscaffold.new(tmp_path / "a" / "proj", defaults=True, quiet=True)
+    (project / "USER.md").write_text("mine\n")
+    commit_all(project, "user file")
+    fresh_off = _strip_git(tree_state(project))
+
+    result = invoke("update", str(project), "--data", f"{flag}={on}")
+    assert result.exit_code == 0, result.stderr
+    fresh_on = ptscaffold.new(tmp_path / "b" / "proj", data={flag: on}, defaults=True, quiet=True)
+    expected = _strip_git(tree_state(fresh_on))
+    expected["USER.md"] = fresh_off["USER.md"]
+    assert _strip_git(tree_state(project)) == expected
+    assert expected != fresh_off  # the flag changes generated code
+
+    commit_all(project, f"{flag} on")
+    result = invoke("update", str(project), "--data", f"{flag}={off}")
+    assert result.exit_code == 0, result.stderr
+    assert _strip_git(tree_state(project)) == fresh_off
+
+
+# --- refusals: one line, exit 1, nothing touched ----------------------------------------------
+
+
+@pytest.fixture
+def project(tmp_path) -> Path:
+    return ptscaffold.new(tmp_path / "proj", defaults=True, quiet=True)
+
+
+def _refused(project: Path, *args: str, needle: str) -> None:
+    before = tree_state(project)
+    result = invoke("update", str(project), *args)
+    assert result.exit_code == 1, (result.stdout, result.stderr)
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert needle in result.stderr
+    assert tree_state(project) == before
+
+
+def _rewrite_answers(project: Path, **changes) -> None:
+    path = project / ".copier-answers.yml"
+    answers = yaml.safe_load(path.read_text())
+    answers.update(changes)
+    answers = {k: v for k, v in answers.items() if v is not None}
+    path.write_text(yaml.safe_dump(answers))
+    commit_all(project, "edit answers")
+
+
+def test_refuses_a_folder_that_is_not_a_repository(tmp_path):
+    project = ptscaffold.new(tmp_path / "proj", defaults=True, git=False, quiet=True)
+    _refused(project, needle="not a git repository")
+
+
+def test_refuses_uncommitted_changes(project):
+    (project / ".gitignore").write_text("changed\n")
+    _refused(project, needle="uncommitted changes")
+
+
+def test_refuses_untracked_files(project):
+    (project / "scratch.txt").write_text("x\n")
+    _refused(project, needle="uncommitted changes")
+
+
+def test_refuses_without_answers_file(project):
+    git(project, "rm", "-q", ".copier-answers.yml")
+    commit_all(project, "drop answers")
+    _refused(project, needle="no .copier-answers.yml")
+
+
+def test_refuses_answers_from_another_template(project):
+    path = project / ".copier-answers.yml"
+    path.write_text(yaml.safe_dump({"_src_path": "gh:someone/else", "_commit": "v1", "x": 1}))
+    commit_all(project, "other template")
+    _refused(project, needle="another template")
+
+
+def test_refuses_a_project_from_a_newer_ptscaffold(project):
+    _rewrite_answers(project, _commit="v99.0.0")
+    _refused(project, needle="newer than the installed")
+
+
+def test_refuses_a_version_not_available_offline(project):
+    _rewrite_answers(project, _commit="v0.0.1")
+    _refused(project, needle="not available offline")
+
+
+def test_unreachable_source_is_explained(project):
+    from plumbum import local
+
+    _rewrite_answers(project, _src_path="https://example.invalid/template.git")
+    # GIT_ALLOW_PROTOCOL=file: git refuses https, exactly as if there were no network.
+    with local.env(GIT_ALLOW_PROTOCOL="file"):
+        _refused(project, needle="git failed while reading the template")
+
+
+def test_bad_answer_on_update_touches_nothing(project):
+    before = tree_state(project)
+    result = invoke("update", str(project), "--data", "amp=fp8")
+    assert result.exit_code == 2 and "choose one of" in result.stderr
+    assert tree_state(project) == before
+
+
+def test_api_refusal_type(tmp_path):
+    with pytest.raises(UpdateRefused):
+        ptscaffold.update(tmp_path)
+
+
+# --- an installed wheel, no checkout, no network ----------------------------------------------
+
+BUILD_INPUTS = ("pyproject.toml", "copier.yml", "template", "hooks", "generator", "CHANGELOG.md")
+
+
+def _source_copy(dest: Path) -> Path:
+    dest.mkdir(parents=True)
+    for name in BUILD_INPUTS:
+        src = REPO_ROOT / name
+        if src.is_dir():
+            shutil.copytree(
+                src, dest / name, ignore=shutil.ignore_patterns("__pycache__", "*.bundle")
+            )
+        elif src.exists():
+            shutil.copy2(src, dest / name)
+    return dest
+
+
+def _build_wheel(source: Path, out: Path) -> Path:
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
+         "-q", "-w", str(out), str(source)],
+        check=True,
+    )  # fmt: skip
+    (wheel,) = out.glob("ptscaffold-*.whl")
+    return wheel
+
+
+@pytest.mark.slow
+def test_installed_wheel_updates_offline(tmp_path):
+    old_src = _source_copy(tmp_path / "src-old")
+    new_src = _source_copy(tmp_path / "src-new")
+    set_version(new_src, "99.0.0")
+    (new_src / "template" / "RELEASE-NOTE.txt").write_text("arrived with 99.0.0\n")
+    old_wheel = _build_wheel(old_src, tmp_path / "dist-old")
+    new_wheel = _build_wheel(new_src, tmp_path / "dist-new")
+    shutil.rmtree(old_src)
+    shutil.rmtree(new_src)
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    bindir = venv / ("Scripts" if os.name == "nt" else "bin")
+    pip = [str(bindir / "python"), "-m", "pip", "install", "-q", "--no-deps", "--no-index"]
+    subprocess.run([*pip, str(old_wheel)], check=True)
+
+    work = tmp_path / "work"  # outside any checkout of this repository
+    work.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PTSCAFFOLD_CACHE_DIR"] = str(tmp_path / "user-cache")
+    env["COPIER_CACHE_DIR"] = str(tmp_path / "copier-cache")
+    code = "import ptscaffold._template as t; print(t.template_root())"
+    where = subprocess.run(
+        [str(bindir / "python"), "-c", code], cwd=work, env=env, capture_output=True, text=True
+    ).stdout.strip()
+    assert where.startswith(str(venv)), where
+
+    ptscaffold_cmd = str(bindir / "ptscaffold")
+    run = dict(cwd=work, env=env, capture_output=True, text=True)
+    made = subprocess.run([ptscaffold_cmd, "new", "proj", "--defaults"], **run)
+    assert made.returncode == 0, made.stderr
+    project = work / "proj"
+    assert git(project, "rev-list", "--count", "HEAD").strip() == "1"
+
+    subprocess.run([*pip, "--force-reinstall", str(new_wheel)], check=True)
+    version = subprocess.run([ptscaffold_cmd, "--version"], **run)
+    assert version.stdout.strip() == "ptscaffold 99.0.0"
+    updated = subprocess.run([ptscaffold_cmd, "update", "proj"], **run)
+    assert updated.returncode == 0, updated.stderr
+    assert (project / "RELEASE-NOTE.txt").read_text() == "arrived with 99.0.0\n"
+    assert "_commit: v99.0.0" in (project / ".copier-answers.yml").read_text()
+
+
+def test_history_bundle_lets_a_new_machine_update_an_old_project(tmp_path, monkeypatch):
+    """A wheel's _history.bundle supplies template versions this machine never ran."""
+    from ptscaffold import _history
+
+    checkout = copy_template(tmp_path / "checkout")
+    set_version(checkout, "0.0.1")
+    (checkout / "template" / "NOTES.md").write_text(NOTES_V1)
+    git(checkout, "init", "-q")
+    commit_all(checkout, "release 0.0.1")
+    git(checkout, "tag", "v0.0.1")
+    bundle = tmp_path / "_history.bundle"
+    assert _history.build_bundle(checkout, bundle) == ["v0.0.1"]
+
+    # Machine A, with ptscaffold 0.0.1, makes the project.
+    monkeypatch.setattr(_template, "template_root", lambda: checkout)
+    project = ptscaffold.new(tmp_path / "proj", defaults=True, quiet=True)
+    assert "_commit: v0.0.1" in (project / ".copier-answers.yml").read_text()
+
+    # Machine B only ever installed the current ptscaffold: empty caches.
+    monkeypatch.setattr(_template, "template_root", lambda: REPO_ROOT)
+    monkeypatch.setenv("PTSCAFFOLD_CACHE_DIR", str(tmp_path / "b-cache"))
+    monkeypatch.setenv("COPIER_CACHE_DIR", str(tmp_path / "b-copier"))
+    before = tree_state(project)
+    with pytest.raises(UpdateRefused, match="not available offline"):
+        ptscaffold.update(project, quiet=True)
+    assert tree_state(project) == before
+
+    monkeypatch.setattr(_template, "history_bundle", lambda: bundle)
+    result = ptscaffold.update(project, quiet=True)
+    assert result.conflicts == []
+    assert f"_commit: v{ptscaffold.__version__}" in (project / ".copier-answers.yml").read_text()
+    assert not (project / "NOTES.md").exists()  # removed by the newer template
