@@ -68,7 +68,7 @@ def test_every_accepted_name_renders_an_importable_package(tmp_path_factory, nam
         if line.startswith("package_name:")
     )  # fmt: skip
     assert package.isidentifier() and not keyword.iskeyword(package)
-    assert package not in _template.load_config()["reserved_names"]["default"]
+    assert package not in _template.load_config()["reserved_names"]["default"].split()
     env = {**os.environ, "PYTHONPATH": str(project / "src")}
     proc = subprocess.run(
         [sys.executable, "-c", f"import {package}"], cwd=project, env=env, capture_output=True
