@@ -115,10 +115,13 @@ def test_force_keeps_user_files(tmp_path):
     dest = tmp_path / "proj"
     (dest / "data").mkdir(parents=True)
     (dest / "notes.txt").write_text("mine\n")
+    (dest / "README.md").write_text("my readme\n")  # a name the template also renders
     (dest / "data" / "raw.bin").write_bytes(b"\x00\x01")
     result = invoke("new", str(dest), "--defaults", "--force")
     assert result.exit_code == 0, result.stderr
     assert (dest / "notes.txt").read_text() == "mine\n"
+    assert (dest / "README.md").read_text() == "my readme\n"
+    assert "kept 1 existing file(s) instead of the template's: README.md" in result.stderr
     assert (dest / "data" / "raw.bin").read_bytes() == b"\x00\x01"
     assert (dest / ".copier-answers.yml").is_file()
     assert git(dest, "rev-list", "--count", "HEAD").strip() == "1"

@@ -43,7 +43,7 @@ def _check_destination(dest: Path, force: bool) -> None:
         if any(dest.iterdir()) and not force:
             raise DestinationError(
                 f"{dest} exists and is not empty; choose another destination, or pass --force "
-                "to render into it (files with template names are overwritten, nothing is deleted)"
+                "to add the project's files beside yours (none of yours is overwritten or deleted)"
             )
     existing = dest.parent
     while not existing.exists():
@@ -128,12 +128,26 @@ def _run_hook(project: Path) -> None:
         raise PtscaffoldError(f"{exc} (use --no-git to skip git)") from exc
 
 
-def _merge_into(rendered: Path, dest: Path) -> None:
-    """Copy the rendered tree over `dest`, never deleting anything already there."""
+def _merge_into(rendered: Path, dest: Path) -> list[Path]:
+    """Add the rendered files that `dest` lacks; a file already there is the user's and is kept.
+
+    Returns the kept files (relative to `dest`) whose template version was not written.
+    """
+    kept = []
     try:
-        shutil.copytree(rendered, dest, dirs_exist_ok=True, symlinks=True)
-    except (OSError, shutil.Error) as exc:
+        for path in sorted(rendered.rglob("*")):
+            if path.is_dir() and not path.is_symlink():
+                continue
+            relative = path.relative_to(rendered)
+            target = dest / relative
+            if target.exists() or target.is_symlink():
+                kept.append(relative)
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, target, follow_symlinks=False)
+    except OSError as exc:
         raise PtscaffoldError(f"cannot write the project into {dest}: {exc}") from exc
+    return kept
 
 
 def new(
@@ -211,7 +225,11 @@ def new(
                 _run_hook(rendered)
             os.replace(rendered, dest)
         else:
-            _merge_into(rendered, dest)
+            kept = _merge_into(rendered, dest)
+            if kept:
+                names = ", ".join(str(p) for p in kept[:5]) + (" ..." if len(kept) > 5 else "")
+                note = f"note: kept {len(kept)} existing file(s) instead of the template's: {names}"
+                _say(quiet, note, err=True)
             if git and (dest / ".git").exists():
                 _say(quiet, f"note: {dest} is already a git repository; nothing was committed",
                      err=True)  # fmt: skip

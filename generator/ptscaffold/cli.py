@@ -151,7 +151,10 @@ def new(
     ] = False,
     force: Annotated[
         bool,
-        typer.Option("--force", help="Render into a non-empty folder; nothing there is deleted."),
+        typer.Option(
+            "--force",
+            help="Render into a non-empty folder; files already there are kept as they are.",
+        ),
     ] = False,
     trust: TrustOption = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only errors.")] = False,
