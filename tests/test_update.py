@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -129,6 +130,94 @@ def test_update_from_a_git_template_source(tmp_path, template_repo):
     _check_merged(project, invoke("update", str(project)))
 
 
+# --- a template file that moves ---------------------------------------------------------------
+
+# The `_migrations` entry copier.yml documents for a moved file (hooks/move_file.py).
+MOVE_MIGRATION = """_migrations:
+  - version: "2.0.0"
+    command: ["{{ _copier_python }}", "{{ _copier_conf.src_path }}/hooks/move_file.py",
+              NOTES.md, docs/NOTES.md]
+"""
+
+
+def _release_moved(root: Path, notes: str, migration: bool) -> Path:
+    """Template v2.0.0 at `root`: NOTES.md moved to docs/NOTES.md (content `notes`)."""
+    if not (root / "copier.yml").exists():
+        copy_template(root)
+    set_version(root, "2.0.0")
+    (root / "template" / "NOTES.md").unlink(missing_ok=True)
+    (root / "template" / "docs").mkdir(exist_ok=True)
+    (root / "template" / "docs" / "NOTES.md").write_text(notes)
+    if migration:
+        config = root / "copier.yml"
+        text, count = re.subn(r"(?m)^_migrations: \[\]\n", MOVE_MIGRATION, config.read_text())
+        assert count == 1, "`_migrations: []` not found in copier.yml"
+        config.write_text(text)
+    return root
+
+
+# v2 changes `alpha` only: with the user's `theta` edit the merge is clean.
+NOTES_MOVED = NOTES_V1.replace("alpha", "alpha from v2")
+
+
+@pytest.mark.parametrize("migration", [True, False], ids=["migration", "no-migration"])
+def test_moved_file_keeps_the_users_edits(tmp_path, monkeypatch, migration):
+    roots = {"1.0.0": _template_version(tmp_path / "t1", "1.0.0", NOTES_V1, added=False)}
+    roots["2.0.0"] = _release_moved(tmp_path / "t2", NOTES_MOVED, migration)
+    monkeypatch.setattr(_template, "template_root", lambda: roots["1.0.0"])
+    project = ptscaffold.new(tmp_path / "proj", defaults=True, quiet=True)
+    _user_edits(project)
+    monkeypatch.setattr(_template, "template_root", lambda: roots["2.0.0"])
+    result = invoke("update", str(project))
+    assert result.exit_code == 0, result.stderr
+    assert not (project / "NOTES.md").exists()
+    assert git(project, "diff", "--name-only", "--diff-filter=U") == ""
+    moved = (project / "docs" / "NOTES.md").read_text()
+    if migration:  # the template's change and the user's edit, merged at the new path
+        assert moved == NOTES_MOVED.replace("theta", "theta edited by the user")
+    else:  # why the migration exists: copier drops the edited file and writes a fresh one
+        assert moved == NOTES_MOVED
+    assert (project / "USER.md").read_text() == "mine\n"
+
+
+def test_moved_file_overlapping_edit_is_a_conflict(tmp_path, template_repo):
+    repo, _ = template_repo
+    project = ptscaffold.new(tmp_path / "proj", defaults=True, template=str(repo), quiet=True)
+    _user_edits(project)
+    _release_moved(repo, NOTES_V2, migration=True)  # v2 also changes the user's `theta` line
+    commit_all(repo, "v2")
+    git(repo, "tag", "v2.0.0")
+    result = invoke("update", str(project), "--trust")
+    assert result.exit_code == 3, result.stderr
+    assert "docs/NOTES.md" in result.stderr
+    moved = (project / "docs" / "NOTES.md").read_text()
+    assert moved.startswith("alpha from v2\n")
+    assert "theta edited by the user" in moved and "theta from v2" in moved and "<<<<<<<" in moved
+    assert git(project, "diff", "--name-only", "--diff-filter=U").split() == ["docs/NOTES.md"]
+    assert not (project / "NOTES.md").exists()
+
+
+def test_moved_file_with_plain_copier_update(tmp_path, template_repo):
+    repo, _ = template_repo
+    project = ptscaffold.new(tmp_path / "proj", defaults=True, template=str(repo), quiet=True)
+    _user_edits(project)
+    _release_moved(repo, NOTES_MOVED, migration=True)
+    commit_all(repo, "v2")
+    git(repo, "tag", "v2.0.0")
+    proc = subprocess.run(
+        [sys.executable, "-m", "copier", "update", "--trust", "--defaults", "--quiet"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert not (project / "NOTES.md").exists()
+    assert (project / "docs" / "NOTES.md").read_text() == NOTES_MOVED.replace(
+        "theta", "theta edited by the user"
+    )
+    assert git(project, "diff", "--name-only", "--diff-filter=U") == ""
+
+
 def _strip_git(state: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in state.items() if not k.startswith("<")}
 
@@ -243,7 +332,9 @@ def test_api_refusal_type(tmp_path):
 
 # --- an installed wheel, no checkout, no network ----------------------------------------------
 
-BUILD_INPUTS = ("pyproject.toml", "copier.yml", "template", "hooks", "generator", "CHANGELOG.md")
+BUILD_INPUTS = (
+    "pyproject.toml", "README.md", "copier.yml", "template", "hooks", "generator", "CHANGELOG.md"
+)  # fmt: skip
 
 
 def _source_copy(dest: Path) -> Path:
