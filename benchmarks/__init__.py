@@ -1,0 +1,1 @@
+"""Benchmarks of the generated trainer and of ptscaffold itself: `python benchmarks/run.py`."""

@@ -1,0 +1,156 @@
+"""A covering set of combinations runs its generated test suite.
+
+The set is computed from copier.yml, not written down: a greedy pairwise covering array over the
+feature flags (any two answers of any two flags appear together in at least one project; `slurm`
+only where its `when` holds), seeded with each task's default answers. python_version stays at
+its default: it changes only pyproject.toml (test_template_render checks that).
+
+Each project is rendered once per run (`render_project`) and its own suite runs in a subprocess
+of this interpreter (`run_generated_tests`); the suites are marked `slow` and run in CI.
+
+Release check, off by default: `--all-combinations` runs the generated suite of every
+combination of the flags (1920 today, about 40 s each: hours even with `-n auto`):
+
+    python -m pytest tests/test_template_projects.py --all-combinations -n auto
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import template_matrix as tm
+
+FLAGS = tm.flag_names()
+DEFAULTS = tm.task_defaults(FLAGS)
+
+
+def suite_cost(answers: dict[str, Any]) -> int:
+    """Rough relative cost of a generated suite: torch.compile on a CPU dominates (cold
+    inductor compiles in every test process), then the tests that start torchrun."""
+    return 3 * bool(answers.get("compile")) + (answers.get("distributed", "none") != "none")
+
+
+COVERING = tm.covering_array(FLAGS, seeds=DEFAULTS, cost=suite_cost)
+
+# Projects in the covering set at most: each runs a ~40 s suite in CI.
+MAX_COVERING = 12
+
+
+def _covered(rows: list[dict[str, Any]]) -> set[tm.Pair]:
+    return set().union(*(tm.pairs(row, FLAGS) for row in rows))
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "every_combination" in metafunc.fixturenames:
+        if metafunc.config.getoption("--all-combinations"):
+            combos = tm.combinations(FLAGS)
+            metafunc.parametrize("every_combination", combos, ids=tm.label)
+        else:
+            skip = pytest.mark.skip(reason="release check: pass --all-combinations")
+            metafunc.parametrize("every_combination", [pytest.param(None, marks=skip, id="off")])
+
+
+# --- the covering set itself ---------------------------------------------------------------------
+
+
+def test_covering_set_holds_every_pair_of_answers():
+    missing = tm.required_pairs(FLAGS) - _covered(COVERING)
+    assert not missing, sorted(missing, key=str)[:10]
+    # ...and the check can fail: without its last row the set misses a pair
+    assert tm.required_pairs(FLAGS) - _covered(COVERING[:-1])
+
+
+def test_covering_set_is_valid_small_and_starts_from_the_defaults():
+    valid = {tm.key(c) for c in tm.combinations(FLAGS)}
+    assert all(tm.key(row) in valid for row in COVERING)
+    assert len({tm.key(row) for row in COVERING}) == len(COVERING)
+    assert COVERING[: len(DEFAULTS)] == DEFAULTS
+    assert len(COVERING) <= MAX_COVERING, [tm.label(row) for row in COVERING]
+    assert {row["distributed"] for row in COVERING} == set(tm.questions()["distributed"].values)
+    assert {row["task"] for row in COVERING} == set(tm.questions()["task"].values)
+
+
+def test_required_pairs_honour_when():
+    """slurm pairs with ddp and fsdp, never with distributed=none."""
+    required = tm.required_pairs(FLAGS)
+    assert (("distributed", "ddp"), ("slurm", True)) in required
+    assert (("distributed", "fsdp"), ("slurm", False)) in required
+    assert not any(("distributed", "none") in pair and pair[1][0] == "slurm" for pair in required)
+
+
+# --- generated suites ----------------------------------------------------------------------------
+
+
+def _assert_suite_passes(
+    answers: dict[str, Any],
+    render_project: Callable[[dict[str, Any]], Path],
+    run_generated_tests: Callable[..., subprocess.CompletedProcess[str]],
+    record_property: Callable[..., None],
+) -> None:
+    project = render_project(answers)
+    proc = run_generated_tests(project)
+    record_property(tm.TIMING, f"generated suite {proc.elapsed:.0f} s")
+    assert proc.returncode == 0, (
+        f"the generated suite failed for {json.dumps(answers)}\n"
+        f"project: {project}\n\n{tm.tail(proc.stdout)}"
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("answers", COVERING, ids=tm.label)
+def test_covering_set_passes_its_generated_tests(
+    answers, render_project, run_generated_tests, record_property
+):
+    _assert_suite_passes(answers, render_project, run_generated_tests, record_property)
+
+
+@pytest.mark.slow
+def test_every_combination_passes_its_generated_tests(
+    every_combination, render_project, run_generated_tests, record_property
+):
+    _assert_suite_passes(every_combination, render_project, run_generated_tests, record_property)
+
+
+# --- each task with the default answers ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("answers", DEFAULTS, ids=lambda a: a["task"])
+def test_default_project_has_no_jinja_residue_and_compiles(answers, render_project):
+    project = render_project(answers)
+    residue = []
+    for path, content in tm.read_tree(project).items():
+        if "__pycache__" in path:
+            continue
+        text = content.decode("utf-8")
+        residue += tm.jinja_residue(path, text)
+        if path.endswith(".py"):
+            compile(text, str(project / path), "exec", dont_inherit=True)
+    assert not residue, "\n".join(residue)
+
+
+@pytest.mark.parametrize("answers", DEFAULTS, ids=lambda a: a["task"])
+@pytest.mark.parametrize("command", [("check",), ("format", "--check")], ids=" ".join)
+def test_default_project_passes_ruff(answers, command, render_project):
+    """With the project's own pyproject.toml, as its developer runs it."""
+    project = render_project(answers)
+    proc = subprocess.run(
+        [*tm.ruff(), *command, "--no-cache", "."],
+        cwd=project,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("answers", DEFAULTS, ids=lambda a: a["task"])
+def test_default_project_passes_its_generated_tests(
+    answers, render_project, run_generated_tests, record_property
+):
+    # The covering set starts from these answers: the suite runs once for both tests.
+    _assert_suite_passes(answers, render_project, run_generated_tests, record_property)
