@@ -92,7 +92,8 @@ def machine() -> str:
     return f"{cpu}, {cpus} CPUs{mem}{gpu}; {system}; {', '.join(versions)}"
 
 
-def write_results(path: Path, sections: list[Section], *, quick: bool, seconds: float) -> None:
+def results_markdown(sections: list[Section], *, quick: bool, seconds: float) -> str:
+    """The text of RESULTS.md."""
     lines = [
         "# Benchmarks",
         "",
@@ -119,7 +120,7 @@ def write_results(path: Path, sections: list[Section], *, quick: bool, seconds: 
         if section.notes:
             lines.append("")
             lines += [f"- {note}" for note in section.notes]
-    path.write_text("\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
 
 
 # ---- other processes on the machine ------------------------------------------------------
@@ -236,6 +237,7 @@ def compare(
             cwd=REPO,
             stdout=log_file,
             stderr=subprocess.STDOUT,
+            timeout=1800,
         )
     if proc.returncode != 0 or not out.exists():
         tail = log.read_text(errors="replace")[-3000:]
@@ -269,7 +271,7 @@ def _forked(
     measure: Callable[[dict[str, Any]], dict[str, Any]], spec: dict, contender: str
 ) -> dict:
     """`measure` for one contender in a forked child; its result, plus the background load."""
-    out = Path(f"{spec['out']}.{contender}")
+    out = Path(spec["out"]).with_name(f"run-{uuid.uuid4().hex[:8]}.json")  # its stem names runs
     wait_for_quiet()
     sys.stdout.flush()
     with LoadMeter() as load:
@@ -277,7 +279,8 @@ def _forked(
         if pid == 0:  # the child: measure, write the result, and leave without cleanup
             code = 1
             try:
-                out.write_text(json.dumps(measure({**spec, "contender": contender})))
+                result = measure({**spec, "contender": contender, "out": str(out)})
+                out.write_text(json.dumps(result))
                 code = 0
             except BaseException:
                 traceback.print_exc()
@@ -362,8 +365,9 @@ class StepClock:
         return (self.t1 - self.t0) / self.window
 
     def cpu_seconds_per_step(self) -> float:
-        """CPU time of the calling thread per step: unlike wall time, other processes on the
-        machine barely move it (it misses work done in other threads and processes)."""
+        """CPU time of the calling thread per step. Unlike wall time it leaves out time spent
+        descheduled, though not a busy neighbour's slowing of a shared core; and it misses work
+        done in other threads and processes."""
         return (self.cpu1 - self.cpu0) / self.window
 
 

@@ -74,7 +74,7 @@ def run(work: Path, quick: bool) -> common.Section:
         "interleaved run(s) per contender; spread = min-max ms/step over the runs.",
         "Timed from the start of step N to the start of step N + window: start-up, validation "
         "and the last checkpoint fall outside. Added CPU = the main thread's CPU time per step "
-        "over hand-written's, a cross-check that other processes on the machine barely move.",
+        "over hand-written's: a cross-check that leaves out time spent descheduled.",
         common.load_note(results),
     ]
     if not common.has_module("lightning"):

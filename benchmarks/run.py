@@ -1,9 +1,8 @@
 """Run the benchmarks and regenerate benchmarks/RESULTS.md.
 
-    python benchmarks/run.py                      # everything, about 10 minutes on 2 cores
-    python benchmarks/run.py --quick              # tiny sizes, about a minute: proves they run
+    python benchmarks/run.py                # all of them, about 10 minutes on 2 cores
+    python benchmarks/run.py --quick        # tiny sizes, about a minute: prints, writes no file
     python benchmarks/run.py --only overhead generation
-    python benchmarks/run.py --quick --out /tmp/RESULTS.md
 
 Lightning rows need `pip install -e '.[bench]'`; without Lightning they are left out.
 """
@@ -22,6 +21,7 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
 
 from benchmarks import common
 
+RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 BENCHMARKS = ["overhead", "throughput", "dataloading", "generation", "project_tests", "gpu"]
 
 
@@ -55,13 +55,20 @@ def main(argv: list[str] | None = None) -> int:
         metavar="NAME",
         help=f"run these only ({', '.join(BENCHMARKS)})",
     )
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "RESULTS.md")
+    parser.add_argument(
+        "--out", type=Path, help="where to write (default: RESULTS.md; --quick prints instead)"
+    )
     args = parser.parse_args(argv)
+    out = args.out or (None if args.quick else RESULTS)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="ptscaffold-bench-") as tmp:
         sections = run_all(args.only, Path(tmp), quick=args.quick)
-    common.write_results(args.out, sections, quick=args.quick, seconds=time.perf_counter() - start)
-    print(f"wrote {args.out}")
+    text = common.results_markdown(sections, quick=args.quick, seconds=time.perf_counter() - start)
+    if out is None:
+        print(text)
+    else:
+        out.write_text(text)
+        print(f"wrote {out}")
     return 0
 
 

@@ -77,6 +77,12 @@ def session_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def template_snapshot(session_root: Path) -> Path:
+    """This checkout's template, copied once per run; renders pass it as `template=`.
+
+    A plain folder: copier reads it in place instead of cloning the bundled template's git
+    cache for every project (a third of a render). The files rendered are the same but for
+    `_src_path` and `_commit` in .copier-answers.yml.
+    """
     snapshot = session_root / "template"
     with FileLock(str(session_root / "template.lock")):
         if not (snapshot / "copier.yml").is_file():

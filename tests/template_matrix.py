@@ -28,6 +28,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 import tokenize
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -334,6 +335,8 @@ def _init_worker(template: str, env: dict[str, str], no_git_bin: str, scratch: s
     memo: dict[tuple[Any, ...], Any] = {}
 
     def compile(self, source, name=None, filename=None, raw=False, defer_init=False):
+        if not isinstance(source, str):  # a parsed template: compile as usual
+            return original(self, source, name, filename, raw, defer_init)
         settings = (
             type(self),
             self.block_start_string, self.block_end_string,
@@ -345,7 +348,7 @@ def _init_worker(template: str, env: dict[str, str], no_git_bin: str, scratch: s
             repr(self.autoescape), self.finalize is not None,
             tuple(sorted(self.extensions)), tuple(sorted(self.filters)), tuple(sorted(self.tests)),
         )  # fmt: skip
-        memo_key = (settings, str(source), name, filename, raw, defer_init)
+        memo_key = (settings, source, name, filename, raw, defer_init)
         try:
             return memo[memo_key]
         except KeyError:
@@ -359,8 +362,6 @@ def _init_worker(template: str, env: dict[str, str], no_git_bin: str, scratch: s
 def _render_one(answers: Answers) -> tuple[dict[str, str] | str, dict[str, bytes], float]:
     """Render in a fresh temporary folder; return ({path: sha256}, contents not sent yet, CPU
     seconds), or (error text, {}, CPU seconds) when rendering fails."""
-    import time
-
     cpu = time.process_time()
     template: Path = _WORKER["template"]
     sent: set[str] = _WORKER["sent"]
