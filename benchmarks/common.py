@@ -9,10 +9,13 @@ patched modules.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
+import itertools
 import json
 import math
+import operator
 import os
 import platform
 import statistics
@@ -215,7 +218,12 @@ def render(work: Path, task: str, name: str = "", **answers: object) -> tuple[Pa
 
 
 def compare(
-    module: str, spec: dict[str, Any], contenders: Iterable[str], repeats: int
+    module: str,
+    spec: dict[str, Any],
+    contenders: Iterable[str],
+    repeats: int,
+    *,
+    fresh: bool = False,
 ) -> dict[str, list[dict[str, Any]]]:
     """Each contender measured `repeats` times by `module`'s `measure`, interleaved (A B A B ...),
     every measurement in a process of its own.
@@ -224,13 +232,19 @@ def compare(
     then forks a child per measurement: each child starts as a fresh process would after its
     imports, without paying them again (3-6 s each: torch, the optimizer's lazy torch._dynamo,
     Lightning). The worker touches no CUDA, so a child may still initialise it.
+
+    A forked child also inherits the worker's malloc heap, though, and on real models that
+    history can matter: glibc's adaptive thresholds, set by what the worker allocated, made one
+    contender's every step fault its activations back in, 20% slower, while a fresh process
+    running the same code did not. `fresh=True` measures each run in a new interpreter instead,
+    as a user's process starts.
     """
     global quiet_budget_s
     work = Path(spec["work"])
     token = uuid.uuid4().hex[:8]
     out, log = work / f"result-{token}.json", work / f"worker-{token}.log"
     spec = {**spec, "contenders": list(contenders), "repeats": repeats, "out": str(out)}
-    spec["quiet_budget_s"] = quiet_budget_s
+    spec |= {"quiet_budget_s": quiet_budget_s, "module": module, "fresh": fresh}
     with log.open("w") as log_file:
         proc = subprocess.run(
             [sys.executable, "-m", f"benchmarks.{module}", json.dumps(spec)],
@@ -248,12 +262,20 @@ def compare(
 
 
 def worker_main(measure: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
-    """A benchmark module's `__main__`: import once, then measure each run in a forked child."""
+    """A benchmark module's `__main__`: import once, then measure each run in a forked child (or,
+    with `fresh`, in a new interpreter that runs this again for that one measurement)."""
     global quiet_budget_s
     spec = json.loads(sys.argv[1])
+    if "contender" in spec:  # one measurement, in this new interpreter
+        Path(spec["out"]).write_text(json.dumps(_measure_safely(measure, spec)))
+        return
     quiet_budget_s = spec["quiet_budget_s"]
-    warm_up_imports(spec)
-    runs = interleave(spec["contenders"], spec["repeats"], lambda c: _forked(measure, spec, c))
+    if spec["fresh"]:
+        run_one = functools.partial(_fresh, spec)
+    else:
+        warm_up_imports(spec)
+        run_one = functools.partial(_forked, measure, spec)
+    runs = interleave(spec["contenders"], spec["repeats"], run_one)
     Path(spec["out"]).write_text(json.dumps({"runs": runs, "quiet_budget_s": quiet_budget_s}))
 
 
@@ -267,43 +289,69 @@ def warm_up_imports(spec: dict[str, Any]) -> None:
         import lightning  # noqa: F401
 
 
+def _measure_safely(measure: Callable[[dict[str, Any]], dict[str, Any]], spec: dict) -> dict:
+    try:
+        return measure(spec)
+    except BaseException:
+        return {"error": traceback.format_exc()}
+
+
 def _forked(
     measure: Callable[[dict[str, Any]], dict[str, Any]], spec: dict, contender: str
 ) -> dict:
     """`measure` for one contender in a forked child; its result, plus the background load."""
-    out = Path(spec["out"]).with_name(f"run-{uuid.uuid4().hex[:8]}.json")  # its stem names runs
+    out = _run_out(spec)
     wait_for_quiet()
     sys.stdout.flush()
     with LoadMeter() as load:
         pid = os.fork()
         if pid == 0:  # the child: measure, write the result, and leave without cleanup
-            code = 1
             try:
-                result = measure({**spec, "contender": contender, "out": str(out)})
+                result = _measure_safely(measure, {**spec, "contender": contender, "out": str(out)})
                 out.write_text(json.dumps(result))
-                code = 0
-            except BaseException:
-                traceback.print_exc()
-            finally:
+            finally:  # whatever happens, the child never returns into the worker's loop
                 sys.stdout.flush()
                 sys.stderr.flush()
-                os._exit(code)
+                os._exit(0)
         _, status = os.waitpid(pid, 0)
-    if status != 0 or not out.exists():
-        raise BenchmarkError(f"measuring {contender} failed (wait status {status})")
-    result = json.loads(out.read_text())
-    out.unlink()
+    return _collect(out, status, contender, load)
+
+
+def _fresh(spec: dict, contender: str) -> dict:
+    """One contender's measurement in a new interpreter; its result, plus the background load."""
+    out = _run_out(spec)
+    wait_for_quiet()
+    one = {**spec, "contender": contender, "out": str(out)}
+    with LoadMeter() as load:
+        proc = subprocess.run(
+            [sys.executable, "-m", f"benchmarks.{spec['module']}", json.dumps(one)],
+            cwd=REPO,
+            timeout=1800,
+        )
+    return _collect(out, proc.returncode, contender, load)
+
+
+def _run_out(spec: dict) -> Path:
+    return Path(spec["out"]).with_name(f"run-{uuid.uuid4().hex[:8]}.json")  # its stem names runs
+
+
+def _collect(out: Path, status: int, contender: str, load: LoadMeter) -> dict:
+    result = json.loads(out.read_text()) if out.exists() else {"error": f"exit status {status}"}
+    out.unlink(missing_ok=True)
+    if status != 0 or "error" in result:
+        raise BenchmarkError(f"measuring {contender} failed: {result.get('error')}")
     return {**result, "background_cores": load.cores}
 
 
 def interleave(
     contenders: Iterable[str], repeats: int, run_one: Callable[[str], dict[str, float]]
 ) -> dict[str, list[dict[str, float]]]:
-    """Every contender once per round, round after round (A B A B ...), so drift hits all alike."""
+    """Every contender once per round, round after round, the order reversed every other round
+    (A B, B A, A B, ...): drift hits all alike, and no contender always goes first."""
     contenders = list(contenders)
     results: dict[str, list[dict[str, float]]] = {c: [] for c in contenders}
-    for _ in range(repeats):
-        for contender in contenders:
+    for round_ in range(repeats):
+        for contender in contenders if round_ % 2 == 0 else reversed(contenders):
             results[contender].append(run_one(contender))
     return results
 
@@ -312,10 +360,26 @@ def median(runs: list[dict[str, float]], key: str) -> float:
     return statistics.median(run[key] for run in runs)
 
 
-def spread(runs: list[dict[str, float]], key: str) -> str:
-    """min-max of the repeats, to show how much the median can be trusted."""
-    values = [run[key] for run in runs]
-    return f"{min(values):.4g}-{max(values):.4g}" if len(values) > 1 else "-"
+def paired(
+    results: dict[str, list[dict[str, float]]],
+    key: str,
+    contender: str,
+    baseline: str,
+    how: Callable[[float, float], float] = operator.truediv,
+) -> list[float]:
+    """`how(contender's, baseline's)` round by round: a pair, run back to back, shares the
+    machine's drift, so its ratio (or difference) is steadier than either figure."""
+    return [how(c[key], b[key]) for c, b in zip(results[contender], results[baseline], strict=True)]
+
+
+def middle_half(values: list[float], digits: int = 3) -> str:
+    """The range of the middle half of `values` (all of them when there are few)."""
+    if len(values) < 2:
+        return "-"
+    low, high = min(values), max(values)
+    if len(values) >= 4:
+        low, _, high = statistics.quantiles(values, n=4)
+    return f"{low:.{digits}f} to {high:.{digits}f}"
 
 
 def has_module(name: str) -> bool:
@@ -337,6 +401,7 @@ class StepClock:
         self.window = window
         self.calls = 0
         self.t0 = self.t1 = self.cpu0 = self.cpu1 = math.nan
+        self.ticks: list[float] = []  # when each step of the window began
         self.wait = 0.0  # data waiting inside the window, for loops that report it
 
     @property
@@ -346,10 +411,12 @@ class StepClock:
 
     def tick(self) -> None:
         self.calls += 1
+        if self.start <= self.calls <= self.stop:
+            self.ticks.append(time.perf_counter())
         if self.calls == self.start:
-            self.t0, self.cpu0 = time.perf_counter(), time.thread_time()
+            self.t0, self.cpu0 = self.ticks[-1], time.thread_time()
         elif self.calls == self.stop:
-            self.t1, self.cpu1 = time.perf_counter(), time.thread_time()
+            self.t1, self.cpu1 = self.ticks[-1], time.thread_time()
 
     def add_wait(self, seconds: float) -> None:
         """Count the data wait of the step that just ticked, if it fell inside the window."""
@@ -363,6 +430,12 @@ class StepClock:
         if math.isnan(self.t1):
             raise BenchmarkError(f"the loop ran {self.calls} steps, not the {self.stop} needed")
         return (self.t1 - self.t0) / self.window
+
+    def median_step_seconds(self) -> float:
+        """The window's median step: unlike the mean, blind to the machine's rare long stalls
+        (and to work a loop does only every few steps)."""
+        self.seconds_per_step()  # the window must be complete
+        return statistics.median(b - a for a, b in itertools.pairwise(self.ticks))
 
     def cpu_seconds_per_step(self) -> float:
         """CPU time of the calling thread per step. Unlike wall time it leaves out time spent
@@ -396,25 +469,49 @@ def run_generated(project: SimpleNamespace, args: list[str], clock: StepClock) -
         raise BenchmarkError(f"generated train exited with {code}")
 
 
-def same_setup(project: SimpleNamespace, cfg: Any) -> SimpleNamespace:
-    """What the generated `train` builds before its loop (data, loader, threads, model,
-    optimizer, schedule), so that a baseline differs from it in the loop only."""
+class PlainIndex:
+    """A generated dataset indexed by plain sample numbers, as a hand-written script indexes it
+    (the generated loader's sampler yields (epoch, index) keys instead)."""
+
+    def __init__(self, dataset: Any) -> None:
+        self.dataset = dataset
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def __getitem__(self, index: int) -> Any:
+        return self.dataset[(0, index)]
+
+
+def same_setup(project: SimpleNamespace, cfg: Any, *, plain: bool = False) -> SimpleNamespace:
+    """What the generated `train` builds before its loop (data, model, optimizer, schedule), for
+    a baseline loop. By default with the generated loader and threads, so that the baseline
+    differs in the loop only; `plain=True` loads as a hand-written script does instead:
+    `DataLoader(dataset, batch_size, shuffle=True)` in the main process, torch's own threads."""
     import torch
 
     device = torch.device("cpu")
     torch.manual_seed(cfg.seed)
     datasets = project.train.build_datasets(cfg.data, cfg.seed)
-    workers, threads = project.device.cpu_budget(device, cfg.data.num_workers, cfg.threads)
-    torch.set_num_threads(threads)
-    sampler = project.sampling.ResumableSampler(
-        len(datasets.train), batch_size=cfg.data.batch_size, seed=cfg.seed
-    )
-    loader = project.loading.make_loader(
-        datasets.train, sampler, num_workers=workers, device=device, seed=cfg.seed
-    )
+    batches_per_epoch = len(datasets.train) // cfg.data.batch_size
+    if plain:
+        loader = torch.utils.data.DataLoader(
+            PlainIndex(datasets.train), batch_size=cfg.data.batch_size, shuffle=True, drop_last=True
+        )
+    else:
+        workers, threads = project.device.cpu_budget(
+            device, cfg.data.num_workers, cfg.threads, datasets.train
+        )
+        torch.set_num_threads(threads)
+        sampler = project.sampling.ResumableSampler(
+            len(datasets.train), batch_size=cfg.data.batch_size, seed=cfg.seed
+        )
+        loader = project.loading.make_loader(
+            datasets.train, sampler, num_workers=workers, device=device, seed=cfg.seed
+        )
     model = project.train.build_model(cfg.model, datasets.info)
     optimizer = project.train.build_optimizer(model, cfg.optim)
-    total_steps = sampler.batches_per_epoch() * cfg.epochs
+    total_steps = batches_per_epoch * cfg.epochs
     if cfg.max_steps:
         total_steps = min(total_steps, cfg.max_steps)
     scheduler = project.train.build_scheduler(optimizer, cfg.optim, total_steps)

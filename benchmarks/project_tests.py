@@ -15,6 +15,7 @@ from pathlib import Path
 from benchmarks import common
 
 TARGET_S = 30.0
+PYTEST = "-m pytest -q -p no:cacheprovider --durations=5"  # what a user runs, plus the slowest
 TASKS = ["classification", "language_model"]
 DURATION = re.compile(r"^\s*([\d.]+)s (call|setup|teardown)\s+(\S+)", re.MULTILINE)
 
@@ -29,16 +30,7 @@ def run(work: Path, quick: bool) -> common.Section:
         with common.LoadMeter() as load:
             start = time.perf_counter()
             proc = subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "pytest",
-                    "-q",
-                    "-p",
-                    "no:cacheprovider",
-                    "--durations=5",
-                    *selection,
-                ],
+                [sys.executable, *PYTEST.split(), *selection],
                 cwd=project,
                 capture_output=True,
                 text=True,
@@ -55,12 +47,20 @@ def run(work: Path, quick: bool) -> common.Section:
             f"{task}: {name} ({phase}) {float(s):.1f} s"
             for s, phase, name in DURATION.findall(proc.stdout)[:3]
         ]
+    met = None if quick else all(s < TARGET_S for s in figures.values())
+    notes = ["Slowest tests: " + "; ".join(slowest), common.load_note(loads)]
+    if met is False:
+        notes.append(
+            "Missed: see the slowest tests above. Each test that trains in a child process pays "
+            "2.5-3 s of start-up before its first step (import torch, then torch._dynamo, which "
+            "the first optimizer imports)."
+        )
     return common.Section(
         title="5. Generated test suite",
         target=f"`python -m pytest -q` in a default project < {TARGET_S:.0f} s per task",
         columns=["Task", "wall seconds", "pytest summary"],
         rows=rows,
         figures=figures,
-        met=None if quick else all(s < TARGET_S for s in figures.values()),
-        notes=["Slowest tests: " + "; ".join(slowest), common.load_note(loads)],
+        met=met,
+        notes=notes,
     )
