@@ -117,7 +117,6 @@ def measure(spec: dict[str, Any]) -> dict[str, float]:
     return {
         "samples_per_s": cfg.data.batch_size / clock.seconds_per_step(),
         "median_step_samples_per_s": cfg.data.batch_size / clock.median_step_seconds(),
-        "cpu_ms_per_step": clock.cpu_seconds_per_step() * 1e3,
         "workers": workers,
         "threads": torch.get_num_threads(),
     }
