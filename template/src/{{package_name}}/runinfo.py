@@ -11,8 +11,8 @@ from pathlib import Path
 
 import torch
 
-from {{ package_name }}.checkpoint import checkpoint_dir
-from {{ package_name }}.config import Config
+from .checkpoint import checkpoint_dir
+from .config import Config
 
 
 def resolve_run_dir(cfg: Config) -> Path:

@@ -11,7 +11,7 @@ import time
 import torch
 from torch.utils.data import Dataset
 
-from {{ package_name }}.seeding import capture_rng_state, restore_rng_state
+from .seeding import capture_rng_state, restore_rng_state
 
 
 def resolve_device(name: str = "auto") -> torch.device:

@@ -9,9 +9,9 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from {{ package_name }}.preemption import STOP_SIGNALS
-from {{ package_name }}.sampling import ResumableSampler
-from {{ package_name }}.seeding import seed_worker
+from .preemption import STOP_SIGNALS
+from .sampling import ResumableSampler
+from .seeding import seed_worker
 
 
 class DataError(ValueError):
