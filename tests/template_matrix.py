@@ -42,8 +42,9 @@ COPIER_YML = REPO_ROOT / "copier.yml"
 
 # Choice questions that are not feature flags. python_version only sets `requires-python` and
 # ruff's `target-version` in pyproject.toml (test_template_render checks that); tripling the
-# product for it would triple the render test's time for no new Python code.
-NOT_FLAGS = ("python_version",)
+# product for it would triple the render test's time for no new Python code. license and ci_os
+# render only LICENSE, pyproject.toml metadata and the CI workflow (test_platforms checks that).
+NOT_FLAGS = ("python_version", "license", "ci_os")
 
 # The folder each project is rendered into; project_name defaults to it, and package_name to
 # project_name, so every project's package is `demo`.
