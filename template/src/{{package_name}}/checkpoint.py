@@ -15,6 +15,7 @@ import pickle
 import re
 import shutil
 import tempfile
+import time
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -53,7 +54,7 @@ def save_checkpoint(path: Path, state: Mapping[str, Any]) -> None:
             torch.save(dict(state), f)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp_name, path)
+        _replace(tmp_name, path)
     except (OSError, RuntimeError) as err:
         # torch's zip writer reports a full disk as a RuntimeError, so ask the disk itself
         Path(tmp_name).unlink(missing_ok=True)
@@ -87,11 +88,24 @@ def _atomic_copy(src: Path, dst: Path) -> None:
     os.close(fd)
     try:
         shutil.copyfile(src, tmp_name)
-        os.replace(tmp_name, dst)
+        _replace(tmp_name, dst)
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
     _fsync_dir(dst.parent)
+
+
+def _replace(src: str, dst: Path, attempts: int = 10) -> None:
+    """os.replace, retried briefly where the OS refuses while another process has `dst` open
+    (Windows: a reader, an indexer or a virus scanner)."""
+    for attempt in range(attempts):
+        try:
+            os.replace(src, dst)
+            return
+        except PermissionError:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.05 * 2**attempt)
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -106,10 +120,15 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def load_checkpoint(path: Path) -> dict[str, Any]:
-    """Load on the CPU with `weights_only=True`: tensors and plain containers, never code."""
+def load_checkpoint(path: Path, needs: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Load on the CPU with `weights_only=True` (tensors and plain containers, never code); a
+    checkpoint lacking any top-level key in `needs` is refused."""
+    if not path.is_file():
+        raise CheckpointError(f"{path}: no such checkpoint")
+    if not zipfile.is_zipfile(path):  # what torch.save writes
+        raise CheckpointError(f"{path}: not a checkpoint (not a file written by torch.save)")
     try:
-        return torch.load(path, map_location="cpu", weights_only=True)
+        state = torch.load(path, map_location="cpu", weights_only=True)
     except FileNotFoundError:
         raise CheckpointError(f"{path}: no such checkpoint") from None
     except pickle.UnpicklingError as err:
@@ -121,6 +140,12 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
         raise CheckpointError(f"{path}: unreadable checkpoint ({_first_line(err)})") from None
     except (RuntimeError, EOFError, OSError, zipfile.BadZipFile) as err:
         raise CheckpointError(f"{path}: truncated or corrupt checkpoint ({_first_line(err)})") from None
+    if not isinstance(state, dict):
+        raise CheckpointError(f"{path}: not a training checkpoint (it holds a {type(state).__name__})")
+    missing = [key for key in needs if key not in state]
+    if missing:
+        raise CheckpointError(f"{path}: not a training checkpoint of this project (no {', '.join(missing)})")
+    return state
 
 
 def _first_line(err: BaseException) -> str:

@@ -24,6 +24,7 @@ from torch import nn
 
 from . import TASK, TEMPLATE_VERSION
 from .checkpoint import (
+    CheckpointError,
     check_compatible,
     checkpoint_dir,
     latest_checkpoint,
@@ -46,6 +47,10 @@ from .seeding import capture_rng_state
 log = logging.getLogger(__name__)
 
 
+# What a checkpoint needs to continue a run (besides what the project tracks, see `track`)
+RESUME_KEYS = ("task", "config", "model", "optimizer", "train_state", "rng")
+
+
 class Stateful(Protocol):
     def state_dict(self) -> dict[str, Any]: ...
 
@@ -64,7 +69,7 @@ def find_resume(cfg: Config, run_dir: Path) -> dict[str, Any] | None:
         path, saved = found
     else:
         path = Path(cfg.resume)
-        saved = load_checkpoint(path)
+        saved = load_checkpoint(path, needs=RESUME_KEYS)
     log.info("resuming from %s", path)
     return saved
 
@@ -101,8 +106,13 @@ class Checkpointer:
         self.model, self.optimizer, self.tracked = model, optimizer, others
 
     def restore(self, saved: dict[str, Any]) -> None:
-        """Load everything tracked but the model (see `load_model`) and the RNG (`restore_rng`)."""
+        """Load everything tracked but the model (see `load_model`) and the RNG (`rng_state`)."""
         assert self.model is not None and self.optimizer is not None, "track() first"
+        missing = [name for name in self.tracked if name not in saved]
+        if missing:
+            raise CheckpointError(
+                f"checkpoint has no {', '.join(missing)}: it was saved by another version of the project"
+            )
         load_optimizer_state_dict(self.model, self.optimizer, saved["optimizer"])
         for name, obj in self.tracked.items():
             obj.load_state_dict(saved[name])

@@ -12,13 +12,24 @@ from typing import NamedTuple
 import torch
 from torch.utils.data import Dataset
 
+from .config import ConfigError
 from .seeding import capture_rng_state, restore_rng_state
 
 
 def resolve_device(name: str = "auto") -> torch.device:
     """Pick the device once, at start-up: cuda, else mps, else cpu (or the explicit `name`)."""
     if name != "auto":
-        return torch.device(name)
+        device = torch.device(name)
+        available = {"cuda": torch.cuda.is_available, "mps": torch.backends.mps.is_available}
+        if device.type in available and not available[device.type]():
+            raise ConfigError(
+                f"device={name}, but this machine has no {device.type.upper()} device; try device=auto"
+            )
+        if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
+            raise ConfigError(
+                f"device={name}, but this machine has {torch.cuda.device_count()} CUDA device(s)"
+            )
+        return device
     if torch.cuda.is_available():
         return torch.device("cuda")
     if torch.backends.mps.is_available():
