@@ -10,9 +10,10 @@ import sys
 import ptscaffold
 import pytest
 import template_matrix as tm
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from ptscaffold import AnswersError, _template
+from ptscaffold import AnswersError, _questions
 from ptscaffold_testing import isolated, ptscaffold_cache  # noqa: F401
 from test_template_projects import COVERING
 
@@ -64,13 +65,9 @@ def test_every_accepted_name_renders_an_importable_package(tmp_path_factory, nam
         assert str(exc)  # refused, with a reason
         assert not dest.exists()
         return
-    answers = (project / ".copier-answers.yml").read_text()
-    package = next(
-        line.split(":", 1)[1].strip() for line in answers.splitlines()
-        if line.startswith("package_name:")
-    )  # fmt: skip
+    package = yaml.safe_load((project / ".copier-answers.yml").read_text())["package_name"]
     assert package.isidentifier() and not keyword.iskeyword(package)
-    assert package not in _template.load_config()["reserved_names"]["default"].split()
+    assert package not in _questions.bundled().questions["reserved_names"].default.split()
     env = {**os.environ, "PYTHONPATH": str(project / "src")}
     proc = subprocess.run(
         [sys.executable, "-c", f"import {package}"], cwd=project, env=env, capture_output=True
