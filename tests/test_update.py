@@ -515,11 +515,18 @@ def test_interrupted_update_leaves_the_project_exactly_as_before(
     _check_merged(project, invoke("update", str(project)))
 
 
-@pytest.mark.parametrize("n", [10, 100, 150])
-def test_failed_update_leaves_the_project_exactly_as_before(tmp_path, bundled, monkeypatch, n):
+# A failing git call inside the project is often one copier tolerates; a file it cannot write
+# is not.
+FAILURES = [("git", 10), ("render", 60), ("render", 100), ("render", 140)]
+
+
+@pytest.mark.parametrize(("where", "n"), FAILURES, ids=[f"{w}-{n}" for w, n in FAILURES])
+def test_failed_update_leaves_the_project_exactly_as_before(
+    tmp_path, bundled, monkeypatch, where, n
+):
     project = _update_with_edits(tmp_path, bundled)
     before = tree_state(project)
-    owner, name = _plumbum_call()
+    owner, name = _plumbum_call() if where == "git" else _render_file()
     calls = _stop_at(monkeypatch, owner, name, n, OSError(28, "No space left on device"))
     result = invoke("update", str(project))
     calls.stop()
