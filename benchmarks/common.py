@@ -450,7 +450,7 @@ def import_project(spec: dict[str, Any]) -> SimpleNamespace:
     if src not in sys.path:
         sys.path.insert(0, src)
     package = spec["package"]
-    names = ("config", "data", "device", "loading", "model", "sampling", "train")
+    names = ("config", "data", "device", "loading", "model", "optim", "sampling", "step", "train")
     return SimpleNamespace(**{n: importlib.import_module(f"{package}.{n}") for n in names})
 
 
@@ -492,7 +492,7 @@ def same_setup(project: SimpleNamespace, cfg: Any, *, plain: bool = False) -> Si
 
     device = torch.device("cpu")
     torch.manual_seed(cfg.seed)
-    datasets = project.train.build_datasets(cfg.data, cfg.seed)
+    datasets = project.data.build_datasets(cfg.data, cfg.seed)
     batches_per_epoch = len(datasets.train) // cfg.data.batch_size
     if plain:
         loader = torch.utils.data.DataLoader(
@@ -509,15 +509,15 @@ def same_setup(project: SimpleNamespace, cfg: Any, *, plain: bool = False) -> Si
         loader = project.loading.make_loader(
             datasets.train, sampler, num_workers=workers, device=device, seed=cfg.seed
         )
-    model = project.train.build_model(cfg.model, datasets.info)
-    optimizer = project.train.build_optimizer(model, cfg.optim)
+    model = project.model.build_model(cfg.model, datasets.info)
+    optimizer = project.optim.build_optimizer(model, cfg.optim)
     total_steps = batches_per_epoch * cfg.epochs
     if cfg.max_steps:
         total_steps = min(total_steps, cfg.max_steps)
-    scheduler = project.train.build_scheduler(optimizer, cfg.optim, total_steps)
+    scheduler = project.optim.build_scheduler(optimizer, cfg.optim, total_steps)
     return SimpleNamespace(
         model=model, optimizer=optimizer, scheduler=scheduler, loader=loader,
-        loss_fn=project.train.loss_fn, grad_clip=cfg.optim.grad_clip, steps=total_steps,
+        loss_fn=project.model.loss_fn, grad_clip=cfg.optim.grad_clip, steps=total_steps,
     )  # fmt: skip
 
 

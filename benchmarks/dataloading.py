@@ -151,10 +151,10 @@ def measure(spec: dict[str, Any]) -> dict[str, float]:
     torch.manual_seed(0)
     info = {"in_channels": 3, "image_size": side, "num_classes": 10}
     model = project.model.build_model(cfg.model, info)
-    optimizer = project.train.build_optimizer(model, cfg.optim)
+    optimizer = project.optim.build_optimizer(model, cfg.optim)
     setup = SimpleNamespace(
         model=model, optimizer=optimizer, loader=loader, loss_fn=project.model.loss_fn,
-        scheduler=project.train.build_scheduler(optimizer, cfg.optim, steps),
+        scheduler=project.optim.build_scheduler(optimizer, cfg.optim, steps),
         grad_clip=cfg.optim.grad_clip, steps=steps,
     )  # fmt: skip
     common.hand_written_loop(setup, clock)

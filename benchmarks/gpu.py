@@ -90,11 +90,13 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     sizes = [f"model.{key}={shape[key]}" for key in ("n_layer", "n_embd", "n_head")]
     cfg = project.config.load_config([*sizes, f"data.block_size={shape['block_size']}"])
     torch.manual_seed(0)
-    info = {"vocab": "".join(chr(32 + i) for i in range(VOCAB)), "block_size": shape["block_size"]}
+    info = {"vocab_size": VOCAB, "block_size": shape["block_size"]}
     model = project.model.build_model(cfg.model, info).to(device)
     params = sum(p.numel() for p in model.parameters())
-    optimizer = project.train.build_optimizer(model, cfg.optim)
-    dtype = None if mode == "fp32" else torch.bfloat16
+    optimizer = project.optim.build_optimizer(model, cfg.optim)
+    precision = importlib.import_module(f"{spec['package']}.precision").Precision(
+        device, enabled=mode != "fp32"
+    )
     step_model = torch.compile(model) if mode.endswith("compile") else model
     x, y = torch.randint(VOCAB, (2, shape["batch"], shape["block_size"]), device=device)
     clock = common.StepClock(shape["warmup"], shape["window"])
@@ -107,7 +109,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
         clock.tick()
         if step < clock.stop:
             grad_clip = cfg.optim.grad_clip
-            project.train.train_step(step_model, optimizer, [(x, y)], device, grad_clip, dtype)
+            project.step.train_step(step_model, optimizer, [(x, y)], device, grad_clip, precision)
     tokens_per_s = shape["batch"] * shape["block_size"] / clock.seconds_per_step()
     flops = throughput.flops_per_token(
         params, shape["n_layer"], shape["n_embd"], shape["block_size"]

@@ -8,6 +8,10 @@ script, not a copier `_task`, so a plain `copier copy` of the template never nee
 
 The commit works with no git identity configured: the user's name and email are used when
 git knows them (config or GIT_AUTHOR_* / GIT_COMMITTER_*), a placeholder otherwise.
+
+Every git call names the repository it means (`--git-dir`, `--work-tree`) and switches off
+what could run a command (hooks, fsmonitor, signing): the files come from a template, and
+git must not execute anything they contain.
 """
 
 from __future__ import annotations
@@ -22,8 +26,16 @@ FALLBACK_EMAIL = "ptscaffold@localhost"
 MESSAGE = "Initial commit from ptscaffold"
 
 
+# Command-line configuration wins over every config file.
+SAFE = (
+    "-c", f"core.hooksPath={os.devnull}", "-c", "core.fsmonitor=false",
+    "-c", "commit.gpgSign=false", "-c", "safe.bareRepository=explicit",
+)  # fmt: skip
+
+
 def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
+    repo = ["--git-dir", str(cwd / ".git"), "--work-tree", str(cwd)]
+    return subprocess.run(["git", *SAFE, *repo, *args], cwd=cwd, capture_output=True, text=True)
 
 
 def _configured(cwd: Path) -> set[str]:

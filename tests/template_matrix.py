@@ -31,19 +31,19 @@ import tempfile
 import time
 import tokenize
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
+from ptscaffold._questions import QuestionInfo, Questionnaire
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 COPIER_YML = REPO_ROOT / "copier.yml"
 
 # Choice questions that are not feature flags. python_version only sets `requires-python` and
 # ruff's `target-version` in pyproject.toml (test_template_render checks that); tripling the
-# product for it would triple the render test's time for no new Python code.
-NOT_FLAGS = ("python_version",)
+# product for it would triple the render test's time for no new Python code. license and ci_os
+# render only LICENSE, pyproject.toml metadata and the CI workflow (test_platforms checks that).
+NOT_FLAGS = ("python_version", "license", "ci_os")
 
 # The folder each project is rendered into; project_name defaults to it, and package_name to
 # project_name, so every project's package is `demo`.
@@ -56,51 +56,19 @@ TIMING = "ptscaffold_timing"
 Answers = dict[str, Any]
 
 
-@dataclass(frozen=True)
-class Question:
-    """A question of copier.yml that has a finite set of answers."""
-
-    name: str
-    values: tuple[Any, ...]  # every valid answer, in copier.yml order
-    default: Any
-    when: bool | str  # True, or the Jinja condition under which copier asks it
-
-
-def _choice_value(choice: Any) -> Any:
-    """A list item of `choices:` is a value or a [label, value] pair; a dict value may be
-    `{value: ..., validator: ...}`."""
-    if isinstance(choice, list) and len(choice) == 2:
-        choice = choice[1]
-    if isinstance(choice, dict):
-        return choice["value"]
-    return choice
-
-
 @functools.cache
-def questions(path: Path = COPIER_YML) -> dict[str, Question]:
-    """Every question with choices or a bool type, in copier.yml order (do not mutate).
+def questionnaire(root: Path = REPO_ROOT) -> Questionnaire:
+    """The template's questions, read by ptscaffold's one reader (copier's own objects)."""
+    return Questionnaire(root, root / PROJECT_FOLDER)
+
+
+def questions(path: Path = COPIER_YML) -> dict[str, QuestionInfo]:
+    """Every question with a finite set of answers (choices, or a bool), in copier.yml order.
 
     Settings (`_*`), computed values (`when: false`) and free-text questions are left out.
+    Each has `name`, `values` (every valid answer, in copier.yml order) and `default`.
     """
-    config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    result: dict[str, Question] = {}
-    for name, spec in config.items():
-        if name.startswith("_") or not isinstance(spec, dict):
-            continue
-        when = spec.get("when", True)
-        if when is False or str(when).strip().lower() == "false":
-            continue
-        choices = spec.get("choices")
-        if isinstance(choices, dict):
-            values = tuple(_choice_value(v) for v in choices.values())
-        elif isinstance(choices, list):
-            values = tuple(_choice_value(c) for c in choices)
-        elif spec.get("type") == "bool":
-            values = (True, False)
-        else:
-            continue
-        result[name] = Question(name, values, spec.get("default"), when)
-    return result
+    return {n: q for n, q in questionnaire(path.parent).asked.items() if q.values}
 
 
 def flag_names() -> list[str]:
@@ -111,24 +79,9 @@ def all_names() -> list[str]:
     return list(questions())
 
 
-def _truthy(rendered: str) -> bool:
-    # How copier reads a rendered `when`.
-    return rendered.strip().lower() not in ("", "false", "no", "n", "off", "0", "none", "null", "~")
-
-
-def applies(question: Question, answers: Mapping[str, Any]) -> bool:
+def applies(question: QuestionInfo, answers: Mapping[str, Any]) -> bool:
     """Whether copier asks `question` given the earlier answers."""
-    if isinstance(question.when, bool):
-        return question.when
-    return _truthy(_condition(str(question.when)).render(**answers))
-
-
-@functools.cache
-def _condition(source: str) -> Any:
-    from jinja2 import StrictUndefined
-    from jinja2.sandbox import SandboxedEnvironment
-
-    return SandboxedEnvironment(undefined=StrictUndefined).from_string(source)
+    return questionnaire().applies(question.name, answers)
 
 
 def combinations(names: Sequence[str]) -> list[Answers]:

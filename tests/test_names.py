@@ -9,10 +9,13 @@ import sys
 
 import ptscaffold
 import pytest
+import template_matrix as tm
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from ptscaffold import AnswersError, _template
+from ptscaffold import AnswersError, _questions
 from ptscaffold_testing import isolated, ptscaffold_cache  # noqa: F401
+from test_template_projects import COVERING
 
 
 @pytest.mark.parametrize(
@@ -62,15 +65,104 @@ def test_every_accepted_name_renders_an_importable_package(tmp_path_factory, nam
         assert str(exc)  # refused, with a reason
         assert not dest.exists()
         return
-    answers = (project / ".copier-answers.yml").read_text()
-    package = next(
-        line.split(":", 1)[1].strip() for line in answers.splitlines()
-        if line.startswith("package_name:")
-    )  # fmt: skip
+    package = yaml.safe_load((project / ".copier-answers.yml").read_text())["package_name"]
     assert package.isidentifier() and not keyword.iskeyword(package)
-    assert package not in _template.load_config()["reserved_names"]["default"].split()
+    assert package not in _questions.bundled().questions["reserved_names"].default.split()
     env = {**os.environ, "PYTHONPATH": str(project / "src")}
     proc = subprocess.run(
         [sys.executable, "-c", f"import {package}"], cwd=project, env=env, capture_output=True
     )
     assert proc.returncode == 0, proc.stderr.decode()
+
+
+# --- names of every length, across the flags ---------------------------------------------------
+# The covering set of test_template_projects (every pair of flag answers) crossed with names of
+# every length the validators allow: the rendered project passes its own ruff check and format
+# check (an import line, a string or a docstring grows with the package name).
+
+MAX_PACKAGE = 40  # copier.yml: package_name is at most 40 characters
+words = st.text(alphabet=st.sampled_from("abcdefghijklmnopqrstuvwxyz"), min_size=1, max_size=12)
+long_names = (
+    st.lists(words, min_size=1, max_size=8)
+    .map(" ".join)
+    .filter(lambda name: len(name) <= MAX_PACKAGE)
+)
+
+
+def _ruff_problems(project) -> str:
+    out = ""
+    for command in (["check"], ["format", "--check"]):
+        proc = subprocess.run(
+            [*tm.ruff(), *command, "--no-cache", "."], cwd=project, capture_output=True, text=True
+        )
+        if proc.returncode:
+            out += proc.stdout + proc.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def render_named(template_snapshot, isolation_env, tmp_path_factory):
+    def render(answers):
+        dest = tmp_path_factory.mktemp("named") / "proj"
+        with tm.environ(isolation_env):
+            return tm.render(dest, answers, template_snapshot)
+
+    return render
+
+
+def test_the_longest_package_name_is_accepted_and_one_longer_refused(tmp_path):
+    with pytest.raises(AnswersError, match="longer than 40 characters"):
+        ptscaffold.new(
+            tmp_path / "p",
+            data={"project_name": "a" * (MAX_PACKAGE + 1)},
+            defaults=True,
+            quiet=True,
+        )
+
+
+def _with_license_and_os(i: int, answers: dict) -> dict:
+    """Row i of the covering set, with the i-th license and CI choice (round robin)."""
+    questions = tm.questions()
+    crossed = {
+        **answers,
+        "license": questions["license"].values[i % len(questions["license"].values)],
+    }
+    if answers.get("ci"):
+        crossed["ci_os"] = questions["ci_os"].values[i % len(questions["ci_os"].values)]
+    return crossed
+
+
+CROSSED = [_with_license_and_os(i, row) for i, row in enumerate(COVERING)]
+
+
+def test_the_crossed_rows_hold_every_license_and_ci_os():
+    assert {row["license"] for row in CROSSED} == set(tm.questions()["license"].values)
+    assert {row.get("ci_os") for row in CROSSED} >= set(tm.questions()["ci_os"].values)
+
+
+@pytest.mark.parametrize("answers", CROSSED, ids=tm.label)
+def test_the_longest_package_name_passes_ruff_with_every_flag_pair(render_named, answers):
+    name = "x" * MAX_PACKAGE
+    project = render_named({**answers, "project_name": name})
+    assert (project / "src" / name / "__init__.py").is_file()
+    assert not (problems := _ruff_problems(project)), problems
+
+
+@settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(name=long_names, answers=st.sampled_from(COVERING))
+def test_names_of_any_length_pass_ruff(render_named, name, answers):
+    project = render_named({**answers, "project_name": name})
+    assert not (problems := _ruff_problems(project)), f"{name!r} {tm.label(answers)}\n{problems}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("answers", tm.task_defaults(tm.flag_names()), ids=lambda a: a["task"])
+def test_a_long_name_project_passes_its_own_suite(render_project, run_generated_tests, answers):
+    """The issue's own example: the generated suite, ruff included (tests/test_style.py)."""
+    project = render_project({**answers, "project_name": "My Image Classifier Experiments"})
+    proc = run_generated_tests(project)
+    assert proc.returncode == 0, tm.tail(proc.stdout)

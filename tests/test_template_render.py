@@ -18,6 +18,7 @@ imports resolve the same), under that project's config, and every distinct conte
 
 from __future__ import annotations
 
+import ast
 import difflib
 import json
 import os
@@ -221,7 +222,7 @@ def test_python_byte_compiles(matrix: Matrix):
 def test_python_version_changes_only_project_metadata(matrix: Matrix, template_snapshot: Path):
     """python_version is not among the rendered combinations: check it changes no Python file.
 
-    No template file rendering Python (or included by one: the partials) mentions it, and the
+    No template file rendering Python mentions it, and the
     default project with each python_version differs from the default one in no Python file.
     """
     template = template_snapshot / "template"
@@ -235,10 +236,9 @@ def test_python_version_changes_only_project_metadata(matrix: Matrix, template_s
             continue
         relative = source.relative_to(template).as_posix()
         used = meta.find_undeclared_variables(env.parse(relative))
-        if source.suffix == ".jinja" or relative.startswith("_partials/"):
+        if source.suffix == ".jinja":
             used |= meta.find_undeclared_variables(env.parse(source.read_text()))
         if "python_version" in used:
-            assert not relative.startswith("_partials/"), relative
             assert not relative.removesuffix(".jinja").endswith(".py"), relative
     default = matrix.manifests[COMBINATIONS.index(tm.default_answers(FLAGS))]
     for version, manifest in matrix.metadata.items():
@@ -437,7 +437,8 @@ FOOTPRINTS = (
         "distributed",
         lambda a: a["distributed"] != "none",
         (
-            Mark(rf"^src/{PKG}/distributed\.py$", in_path=True),
+            # Every project has distributed.py; only these join a process group
+            Mark(r"init_process_group", files=rf"^src/{PKG}/distributed\.py$"),
             Mark(r"(^|/)launch\.sh$", in_path=True),
         ),
     ),
@@ -451,11 +452,11 @@ FOOTPRINTS = (
         lambda a: a["nan_guard"],
         (Mark(r"isfinite", files=r"^src/"), Mark(r"max_skips")),
     ),
-    Footprint("compile", lambda a: a["compile"], (Mark(r"torch\.compile"),)),
+    Footprint("compile", lambda a: a["compile"], (Mark(r"\.compile\(mode="),)),
     Footprint(
         "activation_checkpointing",
         lambda a: a["activation_checkpointing"],
-        (Mark(r"\bcheckpoint\("),),  # not save_checkpoint(
+        (Mark(r"(?<![_.])\bcheckpoint\("),),  # not save_checkpoint( or torch.utils's
     ),
     # What needs the tensorboard package (torch.profiler's tensorboard_trace_handler does not).
     Footprint(
@@ -515,3 +516,101 @@ def test_each_flag_renders_its_code_and_nothing_when_off(matrix: Matrix):
                 )
     if problems:
         _fail("flags whose code is missing when on or left behind when off", problems)
+
+
+# --- the shape of the generated code (what a maintainer reads) -----------------------------------
+
+TRAIN_JINJA = tm.REPO_ROOT / "template" / "src" / "{{package_name}}" / "train.py.jinja"
+TRAIN_PY = f"src/{PKG}/train.py"
+MAX_TRAIN_RENDERS = 12  # distinct train.py files over the flag matrix
+MAX_TRAIN_CONDITIONALS = 12  # `{% if %}` in train.py.jinja
+MAX_FUNCTION_LINES = 100  # any function of any train.py render
+JINJA_TAG = re.compile(r"\{\{|\{%|\{#")
+
+
+def _functions(tree: ast.AST) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    return [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+
+
+def test_train_py_is_one_short_script_in_few_variants(
+    matrix: Matrix, record_property: Callable[..., None]
+):
+    """Few distinct train.py files, each of short functions without closures."""
+    renders = [sha for path, sha in matrix.distinct(".py") if path == TRAIN_PY]
+    conditionals = len(re.findall(r"\{%-?\s*if\b", TRAIN_JINJA.read_text()))
+    longest, problems = 0, []
+    for sha in renders:
+        tree = ast.parse(matrix.contents[sha])
+        for function in _functions(tree):
+            lines = function.end_lineno - function.lineno + 1
+            longest = max(longest, lines)
+            if lines > MAX_FUNCTION_LINES:
+                problems.append(
+                    f"{function.name}() is {lines} lines in {matrix.example(TRAIN_PY, sha)}"
+                )
+            nested = [f.name for f in _functions(function) if f is not function]
+            if nested:
+                problems.append(
+                    f"{function.name}() defines {nested} in {matrix.example(TRAIN_PY, sha)}"
+                )
+    record_property(
+        tm.TIMING,
+        f"train.py: {len(renders)} distinct renders, {conditionals} {{% if %}} in the template, "
+        f"longest function {longest} lines",
+    )
+    assert len(renders) <= MAX_TRAIN_RENDERS
+    assert conditionals <= MAX_TRAIN_CONDITIONALS
+    if problems:
+        _fail("train.py functions that are too long or nest functions", problems)
+
+
+def test_every_jinja_file_needs_jinja():
+    """A template file without a Jinja tag is plain (it is then linted in place, see below)."""
+    template = tm.REPO_ROOT / "template"
+    needless = [
+        str(path.relative_to(template))
+        for path in template.rglob("*.jinja")
+        if not JINJA_TAG.search(path.read_text(encoding="utf-8"))
+    ]
+    assert needless == []
+
+
+def _plain_python(template: Path) -> list[Path]:
+    """Template files copied verbatim that become Python files (their names may be conditions)."""
+    return sorted(
+        path
+        for path in (template / "template").rglob("*")
+        if path.is_file()
+        and path.suffix != ".jinja"
+        and re.sub(r"\{%.*?%\}", "", path.name).endswith(".py")
+    )
+
+
+def test_plain_template_files_lint_in_place(
+    matrix: Matrix, template_snapshot: Path, tmp_path: Path
+):
+    """Plain files pass ruff where they are, under the generated project's ruff config."""
+    files = _plain_python(template_snapshot)
+    assert len(files) >= 10, [f.name for f in files]
+    config = tmp_path / "ruff.toml"
+    table = _ruff_table(matrix, matrix.metadata[PYTHON_VERSIONS[0]]["pyproject.toml"])
+    config.write_text(_toml(table))
+    for command in (["check", "--no-cache"], ["format", "--check", "--no-cache"]):
+        proc = subprocess.run(
+            [*tm.ruff(), *command, "--config", str(config), *map(str, files)],
+            capture_output=True,
+            text=True,
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def _toml(table: dict[str, Any], prefix: str = "") -> str:
+    """A [tool.ruff] table as a ruff.toml (its keys without the `tool.ruff` prefix)."""
+    lines, sections = [], []
+    for key, value in table.items():
+        if isinstance(value, dict):
+            sections.append(_toml(value, f"{prefix}{key}."))
+        else:
+            lines.append(f"{key} = {json.dumps(value)}")
+    header = f"[{prefix.rstrip('.')}]\n" if prefix else ""
+    return header + "\n".join(lines) + "\n\n" + "".join(sections)

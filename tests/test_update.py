@@ -278,12 +278,12 @@ def test_refuses_a_folder_that_is_not_a_repository(tmp_path):
 
 def test_refuses_uncommitted_changes(project):
     (project / ".gitignore").write_text("changed\n")
-    _refused(project, needle="uncommitted changes")
+    _refused(project, needle="commit or stash")
 
 
 def test_refuses_untracked_files(project):
     (project / "scratch.txt").write_text("x\n")
-    _refused(project, needle="uncommitted changes")
+    _refused(project, needle="commit or stash")
 
 
 def test_refuses_without_answers_file(project):
@@ -436,3 +436,150 @@ def test_history_bundle_lets_a_new_machine_update_an_old_project(tmp_path, monke
     assert result.conflicts == []
     assert f"_commit: v{ptscaffold.__version__}" in (project / ".copier-answers.yml").read_text()
     assert not (project / "NOTES.md").exists()  # removed by the newer template
+
+
+# --- all or nothing ---------------------------------------------------------------------------
+
+
+def _stop_at(monkeypatch, owner, name: str, n: int, error: BaseException) -> list[int]:
+    """Make the `n`th call of `owner.name` raise `error`; returns the call counter, whose
+    `stop()` ends the interruptions (the test's other patches stay)."""
+    original = getattr(owner, name)
+    calls = _Calls([0])
+
+    def counted(*args, **kwargs):
+        calls[0] += 1
+        if calls[0] == n and not calls.stopped:
+            raise error
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, counted)
+    return calls
+
+
+class _Calls(list):
+    stopped = False
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+def _update_with_edits(tmp_path, bundled) -> Path:
+    project = ptscaffold.new(tmp_path / "proj", defaults=True, quiet=True)
+    _user_edits(project)
+    (project / "ignored.log").write_text("the user's, ignored\n")
+    (project / ".gitignore").write_text((project / ".gitignore").read_text() + "*.log\n")
+    commit_all(project, "ignore logs")
+    bundled("2.0.0")
+    return project
+
+
+def _plumbum_call():
+    from plumbum.commands.base import BaseCommand
+
+    return BaseCommand, "__call__"
+
+
+def _render_file():
+    import copier._main
+
+    return copier._main.Worker, "_render_file"
+
+
+# Points spread over a whole update (about 180 git calls and 150 file renders here): the
+# renders of the old template in a temporary folder, the render into the project (from about
+# the 50th file and the 95th git call on, the project has changed), the render of the new
+# template, and git's apply, merge and index updates in the project.
+INTERRUPTS = [("git", n) for n in (1, 40, 90, 100, 120, 140, 160, 178)] + [
+    ("render", n) for n in (1, 30, 60, 100, 145)
+]
+
+
+@pytest.mark.parametrize(("where", "n"), INTERRUPTS, ids=[f"{w}-{n}" for w, n in INTERRUPTS])
+def test_interrupted_update_leaves_the_project_exactly_as_before(
+    tmp_path, bundled, monkeypatch, where, n
+):
+    project = _update_with_edits(tmp_path, bundled)
+    before = tree_state(project)
+    owner, name = _plumbum_call() if where == "git" else _render_file()
+    calls = _stop_at(monkeypatch, owner, name, n, KeyboardInterrupt())
+    result = invoke("update", str(project))
+    calls.stop()
+    if calls[0] < n:
+        pytest.skip(f"the update makes only {calls[0]} such calls")
+    assert result.exit_code == 130, result.stderr
+    assert "interrupted" in result.stderr and "exactly as it was before" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert tree_state(project) == before
+    # ... and the update still works afterwards
+    _check_merged(project, invoke("update", str(project)))
+
+
+# A failing git call inside the project is often one copier tolerates; a file it cannot write
+# is not.
+FAILURES = [("git", 10), ("render", 60), ("render", 100), ("render", 140)]
+
+
+@pytest.mark.parametrize(("where", "n"), FAILURES, ids=[f"{w}-{n}" for w, n in FAILURES])
+def test_failed_update_leaves_the_project_exactly_as_before(
+    tmp_path, bundled, monkeypatch, where, n
+):
+    project = _update_with_edits(tmp_path, bundled)
+    before = tree_state(project)
+    owner, name = _plumbum_call() if where == "git" else _render_file()
+    calls = _stop_at(monkeypatch, owner, name, n, OSError(28, "No space left on device"))
+    result = invoke("update", str(project))
+    calls.stop()
+    assert calls[0] >= n
+    assert result.exit_code == 1, result.stderr
+    # copier's own progress line may come first; the error is one line
+    assert result.stderr.strip().splitlines()[-1].startswith("error: "), result.stderr
+    assert result.stderr.count("error") == 1, result.stderr
+    assert "No space left" in result.stderr and "exactly as it was before" in result.stderr
+    assert tree_state(project) == before
+
+
+@pytest.mark.parametrize(("where", "n"), [("git", 120), ("render", 100)])
+def test_the_interrupts_reach_into_the_project(tmp_path, bundled, monkeypatch, where, n):
+    """The interrupt points above are not all before copier touches the project: stopping
+    there without the undo leaves it changed (what ptscaffold 0.1.0 did)."""
+    from ptscaffold import _snapshot
+
+    project = _update_with_edits(tmp_path, bundled)
+    before = tree_state(project)
+    monkeypatch.setattr(_snapshot.Snapshot, "restore", lambda self: [])
+    owner, name = _plumbum_call() if where == "git" else _render_file()
+    _stop_at(monkeypatch, owner, name, n, KeyboardInterrupt())
+    assert invoke("update", str(project)).exit_code == 130
+    assert tree_state(project) != before
+
+
+def test_update_to_a_version_that_does_not_exist_lists_the_versions(project):
+    before = tree_state(project)
+    result = invoke("update", str(project), "--to", "9.9.9")
+    assert result.exit_code == 1, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "9.9.9 does not exist" in result.stderr
+    assert f"v{ptscaffold.__version__}" in result.stderr
+    assert "network" not in result.stderr
+    assert tree_state(project) == before
+
+
+def test_untrusted_template_cannot_plant_a_repository_through_update(tmp_path, template_repo):
+    repo, _ = template_repo
+    project = ptscaffold.new(tmp_path / "proj", defaults=True, template=str(repo), quiet=True)
+    marker = tmp_path / "ran"
+    # A name that renders to `.git`: git itself never commits a `.git` folder.
+    hook = repo / "template" / "sub" / "{{ '.git' }}" / "hooks" / "post-commit"
+    hook.parent.mkdir(parents=True)
+    hook.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    hook.chmod(0o755)
+    (repo / "template" / "sub" / "keep.txt").write_text("x\n")
+    set_version(repo, "2.0.0")
+    commit_all(repo, "v2 plants a repository")
+    git(repo, "tag", "v2.0.0")
+    result = invoke("update", str(project))
+    assert result.exit_code == 0, result.stderr
+    assert (project / "sub" / "keep.txt").is_file()
+    assert not (project / "sub" / ".git").exists()
+    assert not marker.exists()

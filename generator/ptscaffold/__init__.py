@@ -9,22 +9,37 @@ The library API, which the `ptscaffold` command wraps one function per command:
 
 from __future__ import annotations
 
-from ._features import Feature, features
-from ._new import new
-from ._template import template_version as _template_version
-from ._update import UpdateResult, update
-from .errors import AnswersError, PtscaffoldError, UpdateRefused
+from typing import TYPE_CHECKING
 
-__version__ = _template_version()
+if TYPE_CHECKING:
+    from typing import Any
 
-__all__ = [
-    "AnswersError",
-    "Feature",
-    "PtscaffoldError",
-    "UpdateRefused",
-    "UpdateResult",
-    "__version__",
-    "features",
-    "new",
-    "update",
-]
+# Read lazily: `import ptscaffold.cli` must not import copier (slow), so that the command
+# can catch a Ctrl-C from its first moment (see cli.main).
+_EXPORTS = {
+    "AnswersError": ".errors",
+    "Feature": "._features",
+    "PtscaffoldError": ".errors",
+    "UpdateRefused": ".errors",
+    "UpdateResult": "._update",
+    "features": "._features",
+    "new": "._new",
+    "update": "._update",
+}
+
+__all__ = [*_EXPORTS, "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        from ._template import template_version
+
+        value: Any = template_version()
+    elif name in _EXPORTS:
+        import importlib
+
+        value = getattr(importlib.import_module(_EXPORTS[name], __name__), name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value

@@ -173,7 +173,7 @@ def ensure_repo(root: Path | None = None, version: str | None = None) -> Path:
     version bump), the tag moves to the current tree.
     """
     root = root or _template.template_root()
-    version = version or _template.template_version(_template.load_config(root / "copier.yml"))
+    version = version or _template.template_version(root)
     repo = repo_path()
     bundle = _template.history_bundle()
     key = f"v{version} {_fingerprint(root)} {_fingerprint_bundle(bundle)}"
@@ -232,3 +232,21 @@ def redirected(repo: Path) -> Iterator[None]:
     finally:
         if saved is None:
             os.environ.pop("COPIER_CACHE_DIR", None)
+
+
+def versions() -> list[str]:
+    """The template versions (`v<version>` tags) the cache repository holds, oldest first."""
+    from packaging.version import InvalidVersion, Version
+
+    found = []
+    for tag in _git("tag", "-l", "v*", check=False).split():
+        try:
+            found.append((Version(tag[1:]), tag))
+        except InvalidVersion:
+            continue
+    return [tag for _, tag in sorted(found)]
+
+
+def has_ref(ref: str) -> bool:
+    """Whether `ref` (a tag, branch or commit) names a commit of the cache repository."""
+    return bool(_git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False))

@@ -1,12 +1,15 @@
-"""The one place where copier's and git's exceptions become one-line ptscaffold errors."""
+"""How ptscaffold runs copier, and the one place where copier's and git's exceptions become
+one-line ptscaffold errors (recognised by their types, never by their message text)."""
 
 from __future__ import annotations
 
 import contextlib
-import re
+import os
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
+from copier._main import Worker
 from copier.errors import (
     CopierError,
     InteractiveSessionError,
@@ -21,6 +24,49 @@ NO_TTY = (
     "no terminal to ask the questions on: pass --defaults to accept the defaults, "
     "and/or --data KEY=VALUE / --data-file FILE to give answers"
 )
+
+# Every git that copier or ptscaffold runs gets these (command-line configuration wins over
+# any file): no hook, no fsmonitor daemon, no signing program, and no repository found by
+# looking at a folder that merely looks like one. A template, or a tree rendered from it, so
+# never gets a command run through git.
+SAFE_GIT_CONFIG = {
+    "core.hooksPath": os.devnull,
+    "core.fsmonitor": "false",
+    "commit.gpgSign": "false",
+    "tag.gpgSign": "false",
+    "safe.bareRepository": "explicit",
+}
+
+
+def safe_git_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """GIT_CONFIG_* variables adding SAFE_GIT_CONFIG to those already in `base`."""
+    base = os.environ if base is None else base
+    count = int(base.get("GIT_CONFIG_COUNT", "0") or 0)
+    env = {}
+    for offset, (key, value) in enumerate(SAFE_GIT_CONFIG.items()):
+        env[f"GIT_CONFIG_KEY_{count + offset}"] = key
+        env[f"GIT_CONFIG_VALUE_{count + offset}"] = value
+    env["GIT_CONFIG_COUNT"] = str(count + len(SAFE_GIT_CONFIG))
+    return env
+
+
+@contextlib.contextmanager
+def safe_git() -> Iterator[None]:
+    """Copier's git calls (through plumbum, which copied os.environ at import) made safe."""
+    from plumbum import local
+
+    with local.env(**safe_git_env(local.env)):
+        yield
+
+
+class PtscaffoldWorker(Worker):
+    """copier's Worker; a failure while asking is an answer's fault (exit 2)."""
+
+    def _ask(self) -> None:
+        try:
+            super()._ask()
+        except (ValueError, InvalidTypeError) as exc:  # a bad answer typed at a prompt
+            raise AnswersError(one_line(str(exc))) from exc
 
 
 def one_line(text: str) -> str:
@@ -45,11 +91,9 @@ def translate_errors(src: str, *, offline_hint: str = "") -> Iterator[None]:
     except InteractiveSessionError as exc:
         raise AnswersError(NO_TTY) from exc
     except UnsafeTemplateError as exc:
-        features = re.search(r"features?: ([^.]+)\.", str(exc))
-        used = features.group(1) if features else "tasks or migrations"
         raise PtscaffoldError(
-            f"template {src} is not trusted and uses {used}, which run commands on this "
-            "machine; they do not run unless you pass --trust"
+            f"template {src} is not trusted and uses tasks, migrations or Jinja extensions, "
+            "which run commands on this machine; they do not run unless you pass --trust"
         ) from exc
     except InvalidTypeError as exc:
         raise AnswersError(one_line(str(exc)) or "an answer has the wrong type") from exc
@@ -60,22 +104,19 @@ def translate_errors(src: str, *, offline_hint: str = "") -> Iterator[None]:
         raise PtscaffoldError(
             f"git failed while reading the template {src}: {_git_failure(exc)}; {hint}"
         ) from exc
-    except ValueError as exc:
-        message = one_line(str(exc))
-        match = re.match(r"Validation error for question '([^']+)': (.*)", message)
-        if match:
-            raise AnswersError(f"invalid {match.group(1)}: {match.group(2)}") from exc
-        match = re.match(r'Question "([^"]+)" is required', message)
-        if match:
-            name = match.group(1)
-            raise AnswersError(f"{name} has no default: pass --data {name}=VALUE") from exc
-        if "Unknown revision" in message:
-            raise PtscaffoldError(f"template {src}: {message}") from exc
-        if isinstance(exc, CopierError):
-            raise PtscaffoldError(message) from exc
-        raise AnswersError(message) from exc
     except CopierError as exc:
         raise PtscaffoldError(one_line(str(exc))) from exc
+    except ValueError as exc:  # not while asking (see PtscaffoldWorker): an unknown ref, say
+        raise PtscaffoldError(f"template {src}: {one_line(str(exc))}") from exc
+    except OSError as exc:  # a full disk, a permission: the files, not the template
+        where = f" ({exc.filename})" if exc.filename else ""
+        raise PtscaffoldError(f"cannot write the files{where}: {exc.strerror or exc}") from exc
+    except AssertionError as exc:  # copier's own consistency checks while rendering
+        raise PtscaffoldError(
+            f"the template {src} could not be rendered: copier stopped on an internal check "
+            "(two template paths that render to one name, such as a symlink and a folder, "
+            "cause this)"
+        ) from exc
     except TemplateError as exc:
         where = f" ({exc.filename}, line {exc.lineno})" if getattr(exc, "lineno", None) else ""
         raise PtscaffoldError(
@@ -84,18 +125,24 @@ def translate_errors(src: str, *, offline_hint: str = "") -> Iterator[None]:
         ) from exc
 
 
-def render_message(
-    message: str, answers: Mapping[str, Any], dst_path: str, envops: Mapping[str, Any]
-) -> str:
+def render_message(worker: Worker, message: str, dest: Path) -> str:
     """Render `_message_after_copy` with the final destination (copier saw a temporary one)."""
-    from ._answers import _jinja_env
-
     if not message:
         return ""
-    context = dict(answers)
-    context["_copier_conf"] = {"dst_path": dst_path}
-    context["_folder_name"] = dst_path.rstrip("/").rsplit("/", 1)[-1]
+    context = {
+        **worker._render_context(),
+        "_copier_conf": {"dst_path": str(dest)},
+        "_folder_name": dest.name,
+    }
     try:
-        return _jinja_env(envops).from_string(message).render(**context)
+        return worker.jinja_env.from_string(message).render(**context)
     except Exception:  # a message must never break a finished project
         return ""
+
+
+def run(**kwargs: Any) -> Worker:
+    """`copier.run_copy` / `run_update` with ptscaffold's Worker: `run("copy", ...)`."""
+    operation = kwargs.pop("operation")
+    with safe_git(), PtscaffoldWorker(**kwargs) as worker:
+        getattr(worker, f"run_{operation}")()
+    return worker

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from . import _template
+from . import _questions
 
 
 @dataclass(frozen=True)
@@ -23,22 +23,9 @@ class Feature:
 def features() -> list[Feature]:
     """Every question of the bundled template, in copier.yml order."""
     result = []
-    for q in _template.questions().values():
-        when = (
-            q.when.strip().removeprefix("{{").removesuffix("}}").strip()
-            if isinstance(q.when, str)
-            else None
-        )
-        result.append(
-            Feature(
-                name=q.name,
-                type=q.type,
-                choices=q.choice_values,
-                default=q.default,
-                help=q.help,
-                when=when,
-            )
-        )
+    for q in _questions.bundled().asked.values():
+        choices = list(q.choices.values()) if q.choices else []
+        result.append(Feature(q.name, q.type, choices, q.default, q.help, q.condition))
     return result
 
 

@@ -13,9 +13,11 @@ from typing import Any, Literal
 import yaml
 from packaging.version import InvalidVersion, Version
 
-from . import _answers, _cache, _template
+from . import _cache, _template
 from ._copier import translate_errors
-from .errors import PtscaffoldError, UpdateRefused
+from ._questions import Questionnaire
+from ._snapshot import Snapshot
+from .errors import Interrupted, PtscaffoldError, UpdateRefused
 
 ANSWERS_FILE = ".copier-answers.yml"
 # Questions every version of this template asks; an answers file without them is not ours.
@@ -65,7 +67,8 @@ def _first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
-def _check_repository(project: Path) -> None:
+def _repository_top(project: Path) -> Path:
+    """The top folder of the git repository holding `project` (copier refuses a dirty one)."""
     if not project.is_dir():
         raise UpdateRefused(f"{project} is not a directory")
     top = _git(project, "rev-parse", "--show-toplevel")
@@ -74,14 +77,7 @@ def _check_repository(project: Path) -> None:
             f"{project} is not a git repository; updates merge through git "
             "(run `git init && git add -A && git commit -m init` first)"
         )
-    status = _git(project, "status", "--porcelain", "--untracked-files=normal")
-    if status.returncode != 0:
-        raise UpdateRefused(f"git status failed in {project}: {status.stderr.strip()}")
-    if status.stdout.strip():
-        raise UpdateRefused(
-            f"{project} has uncommitted changes; commit or stash them first, so the update "
-            "can be reviewed and undone"
-        )
+    return Path(top.stdout.strip())
 
 
 def _conflicts(project: Path, conflict: str) -> list[str]:
@@ -116,14 +112,14 @@ def update(
 
     Raises UpdateRefused, leaving the project untouched, when it cannot be updated.
     """
-    import copier
+    from . import _copier
 
     if conflict not in ("inline", "rej"):
         raise PtscaffoldError(f"--conflict must be inline or rej, got {conflict!r}")
     project = Path(os.path.abspath(Path(project).expanduser()))
     if not project.exists():
         raise UpdateRefused(f"{project} does not exist")
-    _check_repository(project)
+    top = _repository_top(project)
     recorded = _read_answers(project)
     src = recorded.get("_src_path")
     if not src:
@@ -143,38 +139,37 @@ def update(
             "rendered from a folder that is not a git repository, so it cannot be updated"
         )
 
-    config = _template.load_config() if bundled else None
+    answers = dict(data or {})
     target = to
     if bundled:
-        installed = _template.template_version(config)
-        old_version = _version_of(old)
-        if old_version is not None and old_version > Version(installed):
-            raise UpdateRefused(
-                f"{project.name} was made by ptscaffold {old_version}, newer than the installed "
-                f"{installed}; upgrade ptscaffold (pip install -U ptscaffold) and retry"
-            )
+        installed = _template.template_version()
         if target is None:
             target = f"v{installed}"
         elif re.fullmatch(r"\d+(\.\d+)*\S*", target):
             target = f"v{target}"
-
-    answers = dict(data or {})
-    if config is not None:
-        questions = _template.questions(config)
-        answers = _answers.validate(answers, questions, _template.computed_names(config))
-        context = {k: v for k, v in recorded.items() if not k.startswith("_")}
-        context.update(answers)
-        context = _answers.default_context(questions, context, envops=config.get("_envops"))
-        _answers.check_applicable(answers, questions, context, config.get("_envops"))
-
-    if bundled:
+        quest = Questionnaire(_template.template_root(), project)
+        last = {k: v for k, v in recorded.items() if not k.startswith("_")}
+        answers = quest.walk(answers, last=last, defaults=not ask).answers
+        answers = {k: answers[k] for k in data or {}}
         with translate_errors("(bundled)"):
             repo = _cache.ensure_repo()
         if not _cache.has_tag(str(old)):
+            old_version = _version_of(old)
+            if old_version is not None and old_version > Version(installed):
+                raise UpdateRefused(
+                    f"{project.name} was made by ptscaffold {old_version}, newer than the "
+                    f"installed {installed}; upgrade ptscaffold (pip install -U ptscaffold) "
+                    "and retry"
+                )
             raise UpdateRefused(
                 f"the template version {old} this project was made with is not available "
                 f"offline (the installed ptscaffold is {installed}); install ptscaffold "
-                f"{_version_of(old) or old} once, run any command, then upgrade and retry"
+                f"{old_version or old} once, run any command, then upgrade and retry"
+            )
+        if not _cache.has_ref(target):
+            raise UpdateRefused(
+                f"template version {to} does not exist; the versions this ptscaffold has are: "
+                f"{', '.join(_cache.versions())}"
             )
         redirect: Any = _cache.redirected(repo)
         unsafe = True
@@ -187,19 +182,38 @@ def update(
         "this project's template source may need network; without it, update from a local "
         "copy with `copier update` after pointing git at it (url.<path>.insteadOf)"
     )
-    with translate_errors(str(src), offline_hint=offline), redirect:
-        worker = copier.run_update(
-            project,
-            data=answers,
-            overwrite=True,
-            conflict=conflict,
-            vcs_ref=target,
-            defaults=not ask,
-            skip_answered=not ask,
-            unsafe=unsafe,
-            quiet=quiet,
+    snapshot: Snapshot | None = None
+    try:
+        snapshot = Snapshot(top)
+        with translate_errors(str(src), offline_hint=offline), redirect:
+            worker = _copier.run(
+                operation="update",
+                dst_path=project,
+                data=answers,
+                overwrite=True,
+                conflict=conflict,
+                vcs_ref=target,
+                defaults=not ask,
+                skip_answered=not ask,
+                unsafe=unsafe,
+                # An untrusted template may not plant a git repository in the project.
+                exclude=() if unsafe else (".git",),
+                quiet=quiet,
+            )
+        conflicts = _conflicts(project, conflict)
+    except BaseException as exc:
+        lost = snapshot.restore() if snapshot is not None else []
+        state = (
+            f"{project} is exactly as it was before the update"
+            if not lost
+            else f"{project} is as it was before, except {', '.join(lost)}, which the update "
+            "overwrote"
         )
-    conflicts = _conflicts(project, conflict)
+        if isinstance(exc, KeyboardInterrupt):
+            raise Interrupted(f"interrupted; nothing was updated: {state}") from None
+        if isinstance(exc, PtscaffoldError):
+            raise type(exc)(f"{str(exc).rstrip('.')}; nothing was updated: {state}") from exc
+        raise
     new = getattr(worker.template, "version", None)
     return UpdateResult(
         project=project,

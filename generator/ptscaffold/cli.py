@@ -8,17 +8,23 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
-import typer
-
-from . import _answers, _features
 from .errors import (
     EXIT_CODES_HELP,
     EXIT_CONFLICTS,
     EXIT_ERROR,
     EXIT_INTERRUPTED,
     EXIT_OK,
+    Interrupted,
     PtscaffoldError,
 )
+
+try:
+    # The one slow import before `_run` can catch a Ctrl-C: copier and everything that uses
+    # it are imported inside `_run`.
+    import typer
+except KeyboardInterrupt:
+    sys.stderr.write("\ninterrupted\n")
+    raise SystemExit(EXIT_INTERRUPTED) from None
 
 T = TypeVar("T")
 
@@ -61,14 +67,23 @@ app = typer.Typer(
 )
 
 
+# Typer turns a Ctrl-C outside `_run` (while it parses the options) into a silent exit 130.
+_SAID_INTERRUPTED: list[bool] = []
+
+
 def _run(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """Call the API; the single place where exceptions become messages and exit codes."""
     try:
         return fn(*args, **kwargs)
+    except Interrupted as exc:
+        _SAID_INTERRUPTED.append(True)
+        typer.echo(f"\n{exc}", err=True)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     except PtscaffoldError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(exc.exit_code) from None
     except KeyboardInterrupt:
+        _SAID_INTERRUPTED.append(True)
         typer.echo("\ninterrupted", err=True)
         raise typer.Exit(EXIT_INTERRUPTED) from None
     except Exception as exc:
@@ -84,7 +99,12 @@ def _run(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
 
 
 def _data(items: list[str] | None) -> dict[str, str]:
-    return _run(_answers.parse_data_items, items or [])
+    def parse() -> dict[str, str]:
+        from ._answers import parse_data_items
+
+        return parse_data_items(items or [])
+
+    return _run(parse)
 
 
 def _version_callback(value: bool) -> None:
@@ -160,7 +180,11 @@ def new(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only errors.")] = False,
 ) -> None:
     """Create a new project in DEST (questions are asked unless answered or --defaults)."""
-    from ._new import new as api_new
+
+    def api_new(*args: Any, **kwargs: Any) -> Path:
+        from ._new import new
+
+        return new(*args, **kwargs)
 
     _run(
         api_new,
@@ -201,7 +225,11 @@ def update(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only errors.")] = False,
 ) -> None:
     """Apply template changes (and changed answers) to PROJECT, keeping your edits."""
-    from ._update import update as api_update
+
+    def api_update(*args: Any, **kwargs: Any) -> Any:
+        from ._update import update
+
+        return update(*args, **kwargs)
 
     if conflict not in ("inline", "rej"):
         raise typer.BadParameter("must be inline or rej", param_hint="--conflict")
@@ -233,11 +261,25 @@ def update(
 @app.command(epilog=FEATURES_EPILOG)
 def features() -> None:
     """List every question of the template: choices, default and what it renders."""
-    typer.echo(_run(lambda: _features.table(_features.features())))
+
+    def table() -> str:
+        from . import _features
+
+        return _features.table(_features.features())
+
+    typer.echo(_run(table))
 
 
 def main() -> None:
-    app(prog_name="ptscaffold")
+    try:
+        app(prog_name="ptscaffold")
+    except KeyboardInterrupt:  # outside `_run`: still no traceback
+        sys.stderr.write("\ninterrupted\n")
+        raise SystemExit(EXIT_INTERRUPTED) from None
+    except SystemExit as exc:
+        if exc.code == EXIT_INTERRUPTED and not _SAID_INTERRUPTED:
+            sys.stderr.write("\ninterrupted\n")
+        raise
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -33,3 +33,15 @@ class DestinationError(PtscaffoldError):
 
 class UpdateRefused(PtscaffoldError):
     """`update` refused before touching the project."""
+
+
+class UsageError(PtscaffoldError):
+    """An argument that cannot work whatever the files say (a name too long, not a template)."""
+
+    exit_code = EXIT_USAGE
+
+
+class Interrupted(PtscaffoldError):
+    """Ctrl-C (or SIGINT); the message says what state the files were left in."""
+
+    exit_code = EXIT_INTERRUPTED

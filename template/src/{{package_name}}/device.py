@@ -7,17 +7,29 @@ import ctypes
 import os
 import sys
 import time
+from typing import NamedTuple
 
 import torch
 from torch.utils.data import Dataset
 
-from {{ package_name }}.seeding import capture_rng_state, restore_rng_state
+from .config import ConfigError
+from .seeding import capture_rng_state, restore_rng_state
 
 
 def resolve_device(name: str = "auto") -> torch.device:
     """Pick the device once, at start-up: cuda, else mps, else cpu (or the explicit `name`)."""
     if name != "auto":
-        return torch.device(name)
+        device = torch.device(name)
+        available = {"cuda": torch.cuda.is_available, "mps": torch.backends.mps.is_available}
+        if device.type in available and not available[device.type]():
+            raise ConfigError(
+                f"device={name}, but this machine has no {device.type.upper()} device; try device=auto"
+            )
+        if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
+            raise ConfigError(
+                f"device={name}, but this machine has {torch.cuda.device_count()} CUDA device(s)"
+            )
+        return device
     if torch.cuda.is_available():
         return torch.device("cuda")
     if torch.backends.mps.is_available():
@@ -91,9 +103,24 @@ def seconds_per_sample(dataset: Dataset, chunks: int = 8, chunk: int = 8, budget
     return min(means, default=0.0)
 
 
-def cpu_budget(device: torch.device, num_workers: int, threads: int, dataset: Dataset) -> tuple[int, int]:
-    """Return (DataLoader workers, torch intra-op threads) for this process; `-1` workers and
-    `0` threads mean "pick".
+class CpuBudget(NamedTuple):
+    """DataLoader workers and torch intra-op threads of this process."""
+
+    num_workers: int
+    threads: int
+
+
+def cpu_budget(
+    device: torch.device,
+    num_workers: int,
+    threads: int,
+    dataset: Dataset,
+    saved: dict[str, int] | None = None,
+) -> CpuBudget:
+    """Workers and threads for this process; `-1` workers and `0` threads mean "pick".
+
+    A resumed run keeps what it picked before (`saved`, from its checkpoint): results depend on
+    the thread count, and the data's measured cost can differ on a busier or quieter machine.
 
     On an accelerator the model runs elsewhere, so the loader may take all but one core. On a
     CPU run workers and torch's threads share the cores, and what is best depends on the data:
@@ -102,11 +129,14 @@ def cpu_budget(device: torch.device, num_workers: int, threads: int, dataset: Da
     the CPU the data needs) while torch keeps half the cores, so that a busy worker does not
     stall its parallel kernels.
     """
+    if saved is not None:
+        num_workers = saved["num_workers"] if num_workers < 0 else num_workers
+        threads = threads or saved["threads"]
     cpus = max(1, available_cpus() // max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1"))))
     if device.type != "cpu":
         workers = min(8, max(0, cpus - 1)) if num_workers < 0 else num_workers
-        return workers, threads or torch.get_num_threads()
+        return CpuBudget(workers, threads or torch.get_num_threads())
     if num_workers < 0:
         dear = cpus > 1 and seconds_per_sample(dataset) >= CHEAP_SAMPLE_SECONDS
         num_workers = cpus if dear else 0
-    return num_workers, threads or max(1, cpus - min(num_workers, cpus // 2))
+    return CpuBudget(num_workers, threads or max(1, cpus - min(num_workers, cpus // 2)))

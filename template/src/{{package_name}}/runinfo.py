@@ -11,13 +11,18 @@ from pathlib import Path
 
 import torch
 
-from {{ package_name }}.checkpoint import checkpoint_dir
-from {{ package_name }}.config import Config
+from .checkpoint import checkpoint_dir
+from .config import Config, ConfigError
 
 
 def resolve_run_dir(cfg: Config) -> Path:
     """`runs_dir/run_name`; without a name, the newest run when resuming, else a new timestamp."""
     runs = Path(cfg.runs_dir)
+    for existing in (runs, *runs.parents):
+        if existing.exists():
+            if not existing.is_dir():
+                raise ConfigError(f"runs_dir={cfg.runs_dir}: {existing} is a file, not a directory")
+            break
     if cfg.run_name:
         return runs / cfg.run_name
     if cfg.resume == "auto":
@@ -29,7 +34,10 @@ def resolve_run_dir(cfg: Config) -> Path:
 
 def write_run_info(run_dir: Path, cfg: Config, device: torch.device, template_version: str) -> None:
     """Write the resolved config and the environment, so the run can be understood and repeated."""
-    run_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ConfigError(f"cannot create the run directory {run_dir}: {err.strerror or err}") from None
     (run_dir / "config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=2) + "\n")
     env = {
         "python": platform.python_version(),

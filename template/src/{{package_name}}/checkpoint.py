@@ -1,18 +1,21 @@
 """Checkpoints of the whole training state: written atomically, loaded without unpickling code.
 
-A checkpoint is one dict with fixed top-level keys (see `train.py`'s `training_state`). Files
-live in `<run_dir>/checkpoints/`: `step_000120.pt` for the last `keep_last` steps, and
-`best.pt` for the lowest validation loss so far.
+A checkpoint is one dict with fixed top-level keys (`checkpointer.py` says which). Files live in
+`<run_dir>/checkpoints/`: `step_000120.pt` for the last `keep_last` steps, and `best.pt` for
+the lowest validation loss so far.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import logging
 import os
 import pickle
 import re
 import shutil
 import tempfile
+import time
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -23,6 +26,8 @@ import torch
 log = logging.getLogger(__name__)
 
 _STEP_FILE = re.compile(r"step_(\d+)\.pt")
+# What save_checkpoint writes before its rename; left behind only by a process killed mid-save
+_PARTIAL_GLOB = ".*.tmp"
 
 
 class CheckpointError(RuntimeError):
@@ -39,18 +44,43 @@ def save_checkpoint(path: Path, state: Mapping[str, Any]) -> None:
     The bytes go to a temporary file in the same directory (so the rename cannot cross file
     systems), are flushed to disk, and only then replace `path` in one atomic rename.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as err:
+        raise CheckpointError(f"cannot write checkpoint {path}: {_reason(err)}") from None
     try:
         with os.fdopen(fd, "wb") as f:
             torch.save(dict(state), f)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp_name, path)
+        _replace(tmp_name, path)
+    except (OSError, RuntimeError) as err:
+        # torch's zip writer reports a full disk as a RuntimeError, so ask the disk itself
+        Path(tmp_name).unlink(missing_ok=True)
+        raise CheckpointError(f"cannot write checkpoint {path}: {_reason(err, path.parent)}") from None
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
     _fsync_dir(path.parent)
+
+
+def _reason(err: BaseException, directory: Path | None = None) -> str:
+    full = isinstance(err, OSError) and err.errno == errno.ENOSPC
+    if not full and directory is not None:
+        with contextlib.suppress(OSError):
+            full = shutil.disk_usage(directory).free < 1 << 20
+    if full:
+        return "no space left on the device (earlier checkpoints are kept)"
+    return err.strerror if isinstance(err, OSError) and err.strerror else _first_line(err)
+
+
+def remove_partial_saves(directory: Path) -> list[Path]:
+    """Delete the temporary files of saves that were killed before their rename."""
+    removed = sorted(directory.glob(_PARTIAL_GLOB))
+    for path in removed:
+        path.unlink(missing_ok=True)
+    return removed
 
 
 def _atomic_copy(src: Path, dst: Path) -> None:
@@ -58,11 +88,24 @@ def _atomic_copy(src: Path, dst: Path) -> None:
     os.close(fd)
     try:
         shutil.copyfile(src, tmp_name)
-        os.replace(tmp_name, dst)
+        _replace(tmp_name, dst)
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
     _fsync_dir(dst.parent)
+
+
+def _replace(src: str, dst: Path, attempts: int = 10) -> None:
+    """os.replace, retried briefly where the OS refuses while another process has `dst` open
+    (Windows: a reader, an indexer or a virus scanner)."""
+    for attempt in range(attempts):
+        try:
+            os.replace(src, dst)
+            return
+        except PermissionError:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.05 * 2**attempt)
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -77,10 +120,15 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def load_checkpoint(path: Path) -> dict[str, Any]:
-    """Load on the CPU with `weights_only=True`: tensors and plain containers, never code."""
+def load_checkpoint(path: Path, needs: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Load on the CPU with `weights_only=True` (tensors and plain containers, never code); a
+    checkpoint lacking any top-level key in `needs` is refused."""
+    if not path.is_file():
+        raise CheckpointError(f"{path}: no such checkpoint")
+    if not zipfile.is_zipfile(path):  # what torch.save writes
+        raise CheckpointError(f"{path}: not a checkpoint (not a file written by torch.save)")
     try:
-        return torch.load(path, map_location="cpu", weights_only=True)
+        state = torch.load(path, map_location="cpu", weights_only=True)
     except FileNotFoundError:
         raise CheckpointError(f"{path}: no such checkpoint") from None
     except pickle.UnpicklingError as err:
@@ -92,6 +140,12 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
         raise CheckpointError(f"{path}: unreadable checkpoint ({_first_line(err)})") from None
     except (RuntimeError, EOFError, OSError, zipfile.BadZipFile) as err:
         raise CheckpointError(f"{path}: truncated or corrupt checkpoint ({_first_line(err)})") from None
+    if not isinstance(state, dict):
+        raise CheckpointError(f"{path}: not a training checkpoint (it holds a {type(state).__name__})")
+    missing = [key for key in needs if key not in state]
+    if missing:
+        raise CheckpointError(f"{path}: not a training checkpoint of this project (no {', '.join(missing)})")
+    return state
 
 
 def _first_line(err: BaseException) -> str:
@@ -129,10 +183,15 @@ def latest_checkpoint(run_dir: Path) -> tuple[Path, dict[str, Any]] | None:
     return None
 
 
-def check_compatible(state: Mapping[str, Any], model_state: Mapping[str, torch.Tensor], task: str) -> None:
-    """Refuse, naming the reason, a checkpoint of another task or of another model shape."""
+def check_task(state: Mapping[str, Any], task: str) -> None:
+    """Refuse a checkpoint of another task (its config and data would not fit this project)."""
     if state.get("task") != task:
         raise CheckpointError(f"checkpoint is for task {state.get('task')!r}, this project trains {task!r}")
+
+
+def check_compatible(state: Mapping[str, Any], model_state: Mapping[str, torch.Tensor], task: str) -> None:
+    """Refuse, naming the reason, a checkpoint of another task or of another model shape."""
+    check_task(state, task)
     saved = state["model"]
     missing = sorted(model_state.keys() - saved.keys())
     unexpected = sorted(saved.keys() - model_state.keys())

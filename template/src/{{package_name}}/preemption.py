@@ -1,5 +1,7 @@
 """Graceful stops: SIGTERM or SIGUSR1 (what cluster schedulers send before a kill) end the run
-after the current step, with a checkpoint, instead of losing everything since the last one."""
+after the current step, with a checkpoint, instead of losing everything since the last one.
+
+Windows has no SIGUSR1: there only SIGTERM stops a run this way (Ctrl-C still interrupts it)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,11 @@ from types import FrameType
 # EX_TEMPFAIL from sysexits.h: "try again later". Rerunning with resume=auto continues the run.
 EXIT_PREEMPTED = 75
 
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
+# The stop signals this platform has, looked up by name: `signal.SIGUSR1` would not even import
+# on Windows
+STOP_SIGNALS: tuple[signal.Signals, ...] = tuple(
+    getattr(signal, name) for name in ("SIGTERM", "SIGUSR1") if hasattr(signal, name)
+)
 
 
 class Preempted(Exception):

@@ -9,9 +9,9 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from {{ package_name }}.preemption import STOP_SIGNALS
-from {{ package_name }}.sampling import ResumableSampler
-from {{ package_name }}.seeding import seed_worker
+from .preemption import STOP_SIGNALS
+from .sampling import ResumableSampler
+from .seeding import seed_worker
 
 
 class DataError(ValueError):
@@ -62,3 +62,15 @@ def make_loader(
         worker_init_fn=init_worker,
         generator=torch.Generator().manual_seed(seed),
     )
+
+
+def optimizer_steps_per_epoch(sampler: ResumableSampler, accum_steps: int, source: str) -> int:
+    """Optimizer steps in one epoch of `sampler` (each takes `accum_steps` batches per process)."""
+    steps = sampler.batches_per_epoch() // accum_steps
+    if steps == 0:
+        processes = f" x {sampler.world_size} processes" if sampler.world_size > 1 else ""
+        raise DataError(
+            f"{source}: {sampler.num_samples} training samples cannot fill one optimizer step of "
+            f"data.batch_size={sampler.batch_size} x optim.accum_steps={accum_steps}{processes}"
+        )
+    return steps
