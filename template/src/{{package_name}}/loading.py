@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import signal
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,7 +50,7 @@ def make_loader(
 ) -> DataLoader:
     """Batches from `sampler`, loaded ahead by workers and pinned when they go to a GPU."""
     workers = num_workers > 0
-    return DataLoader(
+    loader = DataLoader(
         dataset,
         batch_size=sampler.batch_size,
         sampler=sampler,
@@ -62,6 +64,23 @@ def make_loader(
         worker_init_fn=init_worker,
         generator=torch.Generator().manual_seed(seed),
     )
+    if workers:
+        atexit.register(_stop_workers, weakref.ref(loader))
+    return loader
+
+
+def _stop_workers(loader_ref: weakref.ref) -> None:
+    """At exit, stop the persistent workers of a loader that was never cleaned up.
+
+    An exception raised mid-epoch (a bad file in a worker, a failed step) keeps the loader's
+    iterator alive in its traceback until the interpreter exits. multiprocessing then stops
+    its worker processes with SIGTERM, which `init_worker` ignores, and waits for them for ever.
+    Asked to stop through their queues first, they exit at once.
+    """
+    loader = loader_ref()
+    iterator = getattr(loader, "_iterator", None)  # DataLoader keeps a persistent workers' iterator
+    if iterator is not None and hasattr(iterator, "_shutdown_workers"):
+        iterator._shutdown_workers()
 
 
 def optimizer_steps_per_epoch(sampler: ResumableSampler, accum_steps: int, source: str) -> int:
