@@ -1,10 +1,11 @@
 """A local git repository of the bundled template, so projects update with no network.
 
 Each template version is one commit tagged `v<version>`. Projects record `CANONICAL_URL` as
-`_src_path`; while copier runs, git is told (`url.<repo>.insteadOf=<CANONICAL_URL>`) to read
-that address from this repository instead. The repository keeps every version this machine
-has run, plus earlier releases shipped in the wheel as `_history.bundle`, so a newer
-ptscaffold can still render the version an older project was made with.
+`_src_path`; while ptscaffold runs copier, git is told (`url.<repo>.insteadOf=...`) to read
+that address from this repository, and `git-remote-ptscaffold` serves it to plain git. The
+repository keeps every version this machine has run, plus every earlier release from
+`_releases.bundle` (see `_history.py`), so a newer ptscaffold can still render the version an
+older project was made with.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from . import _template
-from ._template import CANONICAL_URL, TEMPLATE_PATHS
+from ._template import GIT_URL, LEGACY_URLS, TEMPLATE_PATHS
 
 CACHE_ENV_VAR = "PTSCAFFOLD_CACHE_DIR"
 
@@ -202,19 +203,20 @@ def has_tag(tag: str) -> bool:
 
 
 def redirect_env(repo: Path) -> dict[str, str]:
-    """Environment that makes git read CANONICAL_URL from `repo` (keeps other GIT_CONFIG_*)."""
+    """Environment that makes git read the template's addresses (today's and 0.1.0's) from
+    `repo`; other GIT_CONFIG_* entries are kept."""
     count = int(os.environ.get("GIT_CONFIG_COUNT", "0") or 0)
-    return {
-        "GIT_CONFIG_COUNT": str(count + 1),
-        f"GIT_CONFIG_KEY_{count}": f"url.{repo}.insteadOf",
-        f"GIT_CONFIG_VALUE_{count}": CANONICAL_URL,
-        "GIT_TERMINAL_PROMPT": "0",
-    }
+    env = {"GIT_TERMINAL_PROMPT": "0"}
+    for i, url in enumerate((GIT_URL, *LEGACY_URLS), start=count):
+        env[f"GIT_CONFIG_KEY_{i}"] = f"url.{repo}.insteadOf"
+        env[f"GIT_CONFIG_VALUE_{i}"] = url
+    env["GIT_CONFIG_COUNT"] = str(count + 1 + len(LEGACY_URLS))
+    return env
 
 
 @contextlib.contextmanager
 def redirected(repo: Path) -> Iterator[None]:
-    """Run copier with CANONICAL_URL served from `repo`.
+    """Run copier with the template's addresses served from `repo`.
 
     Copier runs git through plumbum, which snapshots os.environ at import, so the variables
     go through `plumbum.local.env`. Copier keeps its own mirror of the URL; it lives in our

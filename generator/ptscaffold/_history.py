@@ -1,21 +1,28 @@
-"""Release helper: bundle every released template version for the wheel.
+"""The released template versions, read from this repository's own history, and their bundle.
 
-A project made by ptscaffold 0.1.0 records `_commit: v0.1.0`; to update it, ptscaffold 0.2.0
-must render the 0.1.0 template too. Run this from a checkout of the ptscaffold repository,
-with its release tags (`v0.1.0`, ...) fetched, before building the wheel:
+A project made by ptscaffold 0.1.0 records `_commit: v0.1.0`; to update it, a newer ptscaffold
+must render the 0.1.0 template too, on any machine. So every install carries every earlier
+release in `_releases.bundle`, a file kept in the repository beside this module.
 
-    python -m ptscaffold._history generator/ptscaffold/_history.bundle
-    python -m build
+No tags are needed to find the releases. `template_version` in copier.yml names the version
+under development; the commit that changes it starts the next version, so a version's release
+is the last commit on main's first-parent line that carries it. The version in the working
+tree is the one being built, and is not in the bundle: the cache adds it from the installed
+template.
 
-The bundle holds one commit per released version (copier.yml, template/ and hooks/ at that
-tag), made exactly as the runtime cache makes them. The wheel ships it (hatch `artifacts`),
-and the cache repository fetches the versions it lacks from it.
+When template_version is bumped, rebuild the bundle (tests/test_release.py fails until then):
+
+    python -m ptscaffold._history
+
+The bundle holds one commit per release (copier.yml, template/ and hooks/ at that commit),
+tagged `v<version>` and made exactly as the runtime cache makes them.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -23,28 +30,52 @@ import tempfile
 from io import BytesIO
 from pathlib import Path
 
-from packaging.version import InvalidVersion, Version
-
 from . import _cache
 from ._template import TEMPLATE_PATHS
 
+BUNDLE = Path(__file__).resolve().parent / "_releases.bundle"
 
-def _release_tags(checkout: Path) -> list[tuple[Version, str]]:
-    out = subprocess.run(
-        ["git", "tag", "--list", "v*"], cwd=checkout, capture_output=True, text=True, check=True
-    ).stdout.split()
-    tags = []
-    for tag in out:
-        try:
-            tags.append((Version(tag[1:]), tag))
-        except InvalidVersion:
-            continue
-    return sorted(tags)
+# The version line in copier.yml (pyproject.toml's hatch version pattern reads the same)
+_VERSION = re.compile(
+    r'template_version:\s*\n\s*type:\s*str\s*\n\s*default:\s*"(?P<version>[^"]+)"'
+)
 
 
-def _extract(checkout: Path, tag: str, dest: Path) -> None:
+def _git(checkout: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=checkout, capture_output=True, text=True, check=True
+    ).stdout
+
+
+def version_at(checkout: Path, commit: str) -> str | None:
+    """template_version in copier.yml at `commit` (None where it has none)."""
+    proc = subprocess.run(
+        ["git", "show", f"{commit}:copier.yml"], cwd=checkout, capture_output=True, text=True
+    )
+    found = _VERSION.search(proc.stdout) if proc.returncode == 0 else None
+    return found.group("version") if found else None
+
+
+def releases(checkout: Path, head: str = "HEAD") -> list[tuple[str, str]]:
+    """(version, commit) of every release before `head`'s version, oldest first.
+
+    Walks the first-parent line of `head`: where template_version changes between a commit
+    and its parent, the parent is the release of the older version.
+    """
+    line = _git(checkout, "rev-list", "--first-parent", head).split()
+    found: dict[str, str] = {}
+    newer = version_at(checkout, line[0]) if line else None
+    for commit in line[1:]:
+        version = version_at(checkout, commit)
+        if version is not None and version != newer and version not in found:
+            found[version] = commit
+        newer = version if version is not None else newer
+    return list(reversed(found.items()))
+
+
+def _extract(checkout: Path, commit: str, dest: Path) -> None:
     archive = subprocess.run(
-        ["git", "archive", "--format=tar", tag, "--", *TEMPLATE_PATHS],
+        ["git", "archive", "--format=tar", commit, "--", *TEMPLATE_PATHS],
         cwd=checkout,
         capture_output=True,
         check=True,
@@ -53,20 +84,22 @@ def _extract(checkout: Path, tag: str, dest: Path) -> None:
         tar.extractall(dest, filter="data")
 
 
-def build_bundle(checkout: Path, out: Path) -> list[str]:
-    """Write a bundle of every `v<version>` tag of `checkout`; return the tags it holds."""
-    tags = _release_tags(checkout)
-    if not tags:
-        raise SystemExit(f"no v<version> tags in {checkout}: nothing to bundle")
+def build_bundle(
+    checkout: Path, out: Path, found: list[tuple[str, str]] | None = None
+) -> list[str]:
+    """Write a bundle of the releases of `checkout` (or `found`); return the tags it holds."""
+    found = releases(checkout) if found is None else found
+    if not found:
+        raise SystemExit(f"no released template version in the history of {checkout}")
     saved = os.environ.get(_cache.CACHE_ENV_VAR)
     with tempfile.TemporaryDirectory() as tmp:
         os.environ[_cache.CACHE_ENV_VAR] = str(Path(tmp) / "cache")
         try:
             _cache._init_repo()
-            for version, tag in tags:
-                src = Path(tmp) / tag
-                _extract(checkout, tag, src)
-                _cache.commit_version(src, str(version))
+            for version, commit in found:
+                src = Path(tmp) / version
+                _extract(checkout, commit, src)
+                _cache.commit_version(src, version)
             out = out.absolute()
             out.parent.mkdir(parents=True, exist_ok=True)
             _cache._git("bundle", "create", str(out), "--tags")
@@ -75,13 +108,13 @@ def build_bundle(checkout: Path, out: Path) -> list[str]:
                 os.environ.pop(_cache.CACHE_ENV_VAR, None)
             else:
                 os.environ[_cache.CACHE_ENV_VAR] = saved
-    return [tag for _, tag in tags]
+    return [f"v{version}" for version, _ in found]
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m ptscaffold._history", description=__doc__)
-    parser.add_argument("out", type=Path, help="bundle to write")
     parser.add_argument("--repo", type=Path, default=Path("."), help="ptscaffold checkout")
+    parser.add_argument("--out", type=Path, default=BUNDLE, help="bundle to write")
     args = parser.parse_args(argv)
     tags = build_bundle(args.repo, args.out)
     print(f"wrote {args.out} with {', '.join(tags)}", file=sys.stderr)

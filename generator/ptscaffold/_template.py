@@ -4,9 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-# `_src_path` recorded in projects made from the bundled template. Git is redirected from it
-# to a local repository (see `_cache.py`), so nothing is ever fetched from this address.
-CANONICAL_URL = "https://github.com/ptscaffold/ptscaffold.git"
+# `_src_path` recorded in projects made from the bundled template. Copier hands git the URL
+# without its `git+` prefix, and git serves `ptscaffold://` through the `git-remote-ptscaffold`
+# helper that ptscaffold installs (`_remote.py`): the local template store, no network, so a
+# plain `copier update` works. ptscaffold's own commands redirect it there directly.
+CANONICAL_URL = "git+ptscaffold://template"
+GIT_URL = CANONICAL_URL.removeprefix("git+")
+# `_src_path` of projects made by ptscaffold 0.1.0 (a placeholder address, never fetched);
+# `update` records CANONICAL_URL in their place
+LEGACY_URLS = ("https://github.com/ptscaffold/ptscaffold.git",)
 
 # What a template version consists of: these paths, relative to the template root.
 TEMPLATE_PATHS = ("copier.yml", "template", "hooks")
@@ -30,8 +36,8 @@ def template_root() -> Path:
 
 
 def history_bundle() -> Path | None:
-    """Git bundle of earlier releases' template versions shipped in the wheel, if any."""
-    path = _PACKAGE_DIR / "_history.bundle"
+    """Git bundle of every earlier release's template (kept in the repository: `_history.py`)."""
+    path = _PACKAGE_DIR / "_releases.bundle"
     return path if path.is_file() else None
 
 

@@ -126,7 +126,7 @@ def update(
         raise UpdateRefused(
             f"{project / ANSWERS_FILE} records no _src_path; cannot tell the template"
         )
-    bundled = src == _template.CANONICAL_URL
+    bundled = src == _template.CANONICAL_URL or src in _template.LEGACY_URLS
     if not bundled and not all(q in recorded for q in _CORE_QUESTIONS):
         raise UpdateRefused(
             f"{project / ANSWERS_FILE} comes from another template ({src}); "
@@ -189,6 +189,8 @@ def update(
             worker = _copier.run(
                 operation="update",
                 dst_path=project,
+                # A 0.1.0 project's placeholder address gives way to the served one
+                src_path=_template.CANONICAL_URL if bundled else None,
                 data=answers,
                 overwrite=True,
                 conflict=conflict,

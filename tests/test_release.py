@@ -1,0 +1,248 @@
+"""Releases: the versions come from this repository's history, every install carries them, and a
+project made by ptscaffold 0.1.0 updates to this version on a machine that never ran 0.1.0.
+
+The 0.1.0 projects are made as a 0.1.0 user made them: by the ptscaffold of the 0.1.0 release
+commit (a copy of that commit, run from its own `generator/`), recording 0.1.0's `_src_path`.
+They are updated by this checkout's ptscaffold with empty caches.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+from io import BytesIO
+from pathlib import Path
+
+import ptscaffold
+import pytest
+import template_matrix as tm
+import yaml
+from ptscaffold import _history, _template
+from ptscaffold_testing import (  # noqa: F401
+    REPO_ROOT,
+    commit_all,
+    git,
+    invoke,
+    isolated,
+    ptscaffold_cache,
+    tree_state,
+)
+
+pytestmark = pytest.mark.skipif(
+    not (REPO_ROOT / ".git").exists(), reason="needs this repository's git history"
+)
+
+OLD = "0.1.0"
+NOTE = "# a note of the project's own\n"
+OUR_LINE = "Our own notes on this project."
+
+
+def _bundle_heads(bundle: Path) -> dict[str, str]:
+    out = subprocess.run(
+        ["git", "bundle", "list-heads", str(bundle)], capture_output=True, text=True, check=True
+    ).stdout
+    return {ref: sha for sha, ref in (line.split() for line in out.splitlines())}
+
+
+def test_the_shipped_bundle_holds_every_release_of_the_history(tmp_path: Path):
+    """The bundle every install carries equals one built now from the history (commits are
+    deterministic: the same template tree gives the same commit)."""
+    found = dict(_history.releases(REPO_ROOT))
+    assert OLD in found, "0.1.0 is a release of this history"
+    assert ptscaffold.__version__ not in found, "the version being built is not released yet"
+    fresh = tmp_path / "fresh.bundle"
+    _history.build_bundle(REPO_ROOT, fresh)
+    shipped = _template.history_bundle()
+    assert shipped is not None, "generator/ptscaffold/_releases.bundle is missing"
+    assert _bundle_heads(shipped) == _bundle_heads(fresh), (
+        "the bundle is out of date with the history: run `python -m ptscaffold._history`"
+    )
+
+
+def test_a_release_is_the_last_commit_of_its_version(tmp_path: Path):
+    repo = tmp_path / "repo"
+    (repo / "template").mkdir(parents=True)
+    config = (REPO_ROOT / "copier.yml").read_text()
+    git(repo, "init", "-q")
+    commits = []
+    for version in ("0.1.0", "0.1.0", "0.2.0", "0.2.0", "0.3.0"):
+        (repo / "copier.yml").write_text(
+            _history._VERSION.sub(
+                f'template_version:\n  type: str\n  default: "{version}"', config, count=1
+            )
+        )
+        (repo / "template" / "CHANGES").write_text(f"{len(commits)}\n")
+        commit_all(repo, f"work on {version}")
+        commits.append(git(repo, "rev-parse", "HEAD").strip())
+    assert _history.releases(repo) == [("0.1.0", commits[1]), ("0.2.0", commits[3])]
+
+
+# --- a 0.1.0 project, updated --------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def release_checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This repository as it was at the 0.1.0 release commit."""
+    commit = dict(_history.releases(REPO_ROOT))[OLD]
+    archive = subprocess.run(
+        ["git", "archive", "--format=tar", commit], cwd=REPO_ROOT, capture_output=True, check=True
+    ).stdout
+    root = tmp_path_factory.mktemp("ptscaffold-0.1.0")
+    with tarfile.open(fileobj=BytesIO(archive)) as tar:
+        tar.extractall(root, filter="data")
+    return root
+
+
+def make_old_project(release_checkout: Path, dest: Path, answers: dict[str, str]) -> Path:
+    """`ptscaffold new` as ptscaffold 0.1.0 ran it, with a cache of its own."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(release_checkout / "generator"),
+        "PTSCAFFOLD_CACHE_DIR": str(dest.parent / "old-cache"),
+        "COPIER_CACHE_DIR": str(dest.parent / "old-copier"),
+    }
+    data = [arg for key, value in answers.items() for arg in ("--data", f"{key}={value}")]
+    subprocess.run(
+        [sys.executable, "-m", "ptscaffold", "new", str(dest), "--defaults", "-q", *data],
+        cwd=dest.parent,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    recorded = yaml.safe_load((dest / ".copier-answers.yml").read_text())
+    assert recorded["_commit"] == f"v{OLD}"
+    assert recorded["_src_path"] in _template.LEGACY_URLS
+    return dest
+
+
+def unchanged_files(old: Path, answers: dict[str, str], tmp_path: Path) -> list[str]:
+    """Python files this version renders exactly as 0.1.0 did, for `answers`."""
+    new = ptscaffold.new(
+        tmp_path / "current" / old.name, data=answers, defaults=True, git=False, quiet=True
+    )
+    return sorted(
+        path
+        for path, content in tm.read_tree(old).items()
+        if path.endswith(".py") and (new / path).is_file() and (new / path).read_bytes() == content
+    )
+
+
+def edit_where_unchanged(old: Path, new: Path, line: str) -> None:
+    """Insert `line` into `old` (a file both versions render, differently) inside a stretch of
+    lines that both versions share, where a merge has no reason to conflict."""
+    ours, theirs = old.read_text().splitlines(), new.read_text().splitlines()
+    shared = {tuple(theirs[i : i + 6]) for i in range(len(theirs) - 5)}
+    at = next(i for i in range(len(ours) - 5) if tuple(ours[i : i + 6]) in shared)
+    ours.insert(at + 3, line)
+    old.write_text("\n".join(ours) + "\n")
+
+
+def fresh_caches(monkeypatch: pytest.MonkeyPatch, root: Path) -> None:
+    """A machine that never ran 0.1.0: nothing in the template or copier caches."""
+    monkeypatch.setenv("PTSCAFFOLD_CACHE_DIR", str(root / "new-cache"))
+    monkeypatch.setenv("COPIER_CACHE_DIR", str(root / "new-copier"))
+
+
+COMBINATIONS = [
+    {},
+    {"task": "language_model", "amp": "fp16", "nan_guard": "false"},
+    {"distributed": "ddp", "activation_checkpointing": "true", "logger": "tensorboard"},
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("answers", COMBINATIONS, ids=lambda a: tm.label(a) or "defaults")
+def test_a_0_1_0_project_updates_keeping_its_edits(
+    release_checkout: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, answers: dict
+):
+    project = make_old_project(release_checkout, tmp_path / "old" / "proj", answers)
+    package = project / "src" / "proj"
+    kept = unchanged_files(project, answers, tmp_path)
+    assert kept, "some file is the same in both versions"
+    untouched = project / kept[0]
+    untouched.write_text(untouched.read_text() + NOTE)  # a file the template did not change
+    readme = project / "README.md"
+    edit_where_unchanged(readme, tmp_path / "current" / "proj" / "README.md", OUR_LINE)
+    commit_all(project, "the user's edits")
+    user_files = tree_state(project)
+
+    fresh_caches(monkeypatch, tmp_path)
+    result = ptscaffold.update(project, quiet=True)
+    assert result.old_version == OLD and result.new_version.lstrip("v") == ptscaffold.__version__
+    assert result.conflicts == []
+    assert untouched.read_text().endswith(NOTE), "an edit of an unchanged file survives"
+    assert OUR_LINE in readme.read_text().splitlines(), "an edit of a changed file merges"
+    assert (package / "step.py").is_file() and (package / "checkpointer.py").is_file()
+    recorded = yaml.safe_load((project / ".copier-answers.yml").read_text())
+    assert recorded["_commit"] == f"v{ptscaffold.__version__}"
+    assert recorded["_src_path"] == _template.CANONICAL_URL, "the 0.1.0 address is migrated"
+    changed = {k for k, v in tree_state(project).items() if user_files.get(k) != v}
+    assert str(untouched.relative_to(project)) not in changed
+
+    if not answers:  # the updated project works: its own suite passes
+        commit_all(project, "update to the new template")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+        suite = tm.run_suite(project, ["-x"], {**env, "PYTHONDONTWRITEBYTECODE": "1"}, 900)
+        assert suite.returncode == 0, tm.tail(suite.stdout)
+
+
+@pytest.mark.slow
+def test_an_edit_the_new_template_rewrites_is_a_listed_conflict(
+    release_checkout: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    project = make_old_project(release_checkout, tmp_path / "old" / "proj", {})
+    train = project / "src" / "proj" / "train.py"
+    first, rest = train.read_text().split("\n", 1)
+    train.write_text(first.replace("Train ", "Train, on our cluster, ") + "\n" + rest)
+    commit_all(project, "the user's edit of the training script")
+
+    fresh_caches(monkeypatch, tmp_path)
+    result = invoke("update", str(project))
+    assert result.exit_code == 3, result.stderr
+    assert "src/proj/train.py" in result.stderr
+    text = train.read_text()
+    assert "<<<<<<<" in text and "on our cluster" in text, "the user's line is kept in the markers"
+
+
+@pytest.mark.slow
+def test_updating_back_to_0_1_0_is_refused(
+    release_checkout: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    project = make_old_project(release_checkout, tmp_path / "old" / "proj", {})
+    fresh_caches(monkeypatch, tmp_path)
+    ptscaffold.update(project, quiet=True)
+    commit_all(project, "update to the new template")
+    before = tree_state(project)
+    result = invoke("update", str(project), "--to", OLD)
+    assert result.exit_code == 1
+    assert f"downgrading from {ptscaffold.__version__} to {OLD}" in result.stderr
+    assert tree_state(project) == before
+
+
+@pytest.mark.slow
+def test_plain_copier_update_works_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """`copier update` as copier documents it: git reaches git+ptscaffold://template through
+    the git-remote-ptscaffold helper installed beside this interpreter."""
+    helper = shutil.which("git-remote-ptscaffold", path=str(Path(sys.executable).parent))
+    helper = helper or shutil.which("git-remote-ptscaffold")
+    assert helper, "git-remote-ptscaffold is not installed (pip install -e . installs it)"
+    project = ptscaffold.new(tmp_path / "proj", defaults=True, quiet=True)
+    assert not (project / "src" / "proj" / "precision.py").exists()
+    fresh_caches(monkeypatch, tmp_path)
+    path = os.pathsep.join([str(Path(helper).parent), os.environ.get("PATH", "")])
+    proc = subprocess.run(
+        [sys.executable, "-m", "copier", "update", "--trust", "--defaults", "--data", "amp=bf16"],
+        cwd=project,
+        env={**os.environ, "PATH": path},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (project / "src" / "proj" / "precision.py").is_file(), "the changed answer renders"
+    recorded = yaml.safe_load((project / ".copier-answers.yml").read_text())
+    assert recorded["amp"] == "bf16" and recorded["_src_path"] == _template.CANONICAL_URL
