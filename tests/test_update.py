@@ -405,7 +405,7 @@ def test_installed_wheel_updates_offline(tmp_path):
 
 
 def test_history_bundle_lets_a_new_machine_update_an_old_project(tmp_path, monkeypatch):
-    """A wheel's _history.bundle supplies template versions this machine never ran."""
+    """A releases bundle supplies template versions this machine never ran."""
     from ptscaffold import _history
 
     checkout = copy_template(tmp_path / "checkout")
@@ -414,8 +414,8 @@ def test_history_bundle_lets_a_new_machine_update_an_old_project(tmp_path, monke
     git(checkout, "init", "-q")
     commit_all(checkout, "release 0.0.1")
     git(checkout, "tag", "v0.0.1")
-    bundle = tmp_path / "_history.bundle"
-    assert _history.build_bundle(checkout, bundle) == ["v0.0.1"]
+    bundle = tmp_path / "_releases.bundle"
+    assert _history.build_bundle(checkout, bundle, [("0.0.1", "HEAD")]) == ["v0.0.1"]
 
     # Machine A, with ptscaffold 0.0.1, makes the project.
     monkeypatch.setattr(_template, "template_root", lambda: checkout)
