@@ -6,6 +6,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -103,3 +104,33 @@ def set_version(template_root: Path, version: str) -> None:
     )
     assert count == 1, "template_version default not found in copier.yml"
     config.write_text(new)
+
+
+# What `pip install .` reads from a checkout
+BUILD_INPUTS = (
+    "pyproject.toml", "README.md", "copier.yml", "template", "hooks", "generator", "CHANGELOG.md"
+)  # fmt: skip
+
+
+def source_copy(dest: Path, *, releases: bool = True) -> Path:
+    """The files a build of this checkout reads, optionally without the releases bundle."""
+    dest.mkdir(parents=True)
+    ignore = ("__pycache__",) if releases else ("__pycache__", "*.bundle")
+    for name in BUILD_INPUTS:
+        src = REPO_ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns(*ignore))
+        elif src.exists():
+            shutil.copy2(src, dest / name)
+    return dest
+
+
+def build_wheel(source: Path, out: Path) -> Path:
+    """A wheel of `source`, built offline with this interpreter's build backend."""
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
+         "-q", "-w", str(out), str(source)],
+        check=True,
+    )  # fmt: skip
+    (wheel,) = out.glob("ptscaffold-*.whl")
+    return wheel

@@ -23,11 +23,13 @@ import yaml
 from ptscaffold import _history, _template
 from ptscaffold_testing import (  # noqa: F401
     REPO_ROOT,
+    build_wheel,
     commit_all,
     git,
     invoke,
     isolated,
     ptscaffold_cache,
+    source_copy,
     tree_state,
 )
 
@@ -246,3 +248,36 @@ def test_plain_copier_update_works_offline(tmp_path: Path, monkeypatch: pytest.M
     assert (project / "src" / "proj" / "precision.py").is_file(), "the changed answer renders"
     recorded = yaml.safe_load((project / ".copier-answers.yml").read_text())
     assert recorded["amp"] == "bf16" and recorded["_src_path"] == _template.CANONICAL_URL
+
+
+@pytest.mark.slow
+def test_an_installed_wheel_updates_a_0_1_0_project_and_serves_plain_copier(
+    release_checkout: Path, tmp_path: Path
+):
+    """`pip install .` on a machine that never ran 0.1.0: its ptscaffold updates a 0.1.0
+    project offline, and its git-remote-ptscaffold lets plain copier update the result."""
+    wheel = build_wheel(source_copy(tmp_path / "src"), tmp_path / "dist")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    bindir = venv / ("Scripts" if os.name == "nt" else "bin")
+    python = str(bindir / "python")
+    subprocess.run(
+        [python, "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)], check=True
+    )
+    project = make_old_project(release_checkout, tmp_path / "old" / "proj", {})
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(
+        PATH=os.pathsep.join([str(bindir), env.get("PATH", "")]),
+        PTSCAFFOLD_CACHE_DIR=str(tmp_path / "machine-cache"),
+        COPIER_CACHE_DIR=str(tmp_path / "machine-copier"),
+    )
+    run = {"cwd": project, "env": env, "capture_output": True, "text": True, "timeout": 600}
+    updated = subprocess.run([str(bindir / "ptscaffold"), "update"], **run)
+    assert updated.returncode == 0, updated.stderr
+    assert (project / "src" / "proj" / "step.py").is_file()
+    commit_all(project, "update to the new template")
+    copier = subprocess.run(
+        [python, "-m", "copier", "update", "--trust", "--defaults", "--data", "amp=bf16"], **run
+    )
+    assert copier.returncode == 0, copier.stderr[-2000:]
+    assert (project / "src" / "proj" / "precision.py").is_file()

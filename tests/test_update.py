@@ -15,6 +15,7 @@ import yaml
 from ptscaffold import UpdateRefused, _template
 from ptscaffold_testing import (
     REPO_ROOT,
+    build_wheel,
     commit_all,
     copy_template,
     git,
@@ -22,6 +23,7 @@ from ptscaffold_testing import (
     isolated,  # noqa: F401
     ptscaffold_cache,  # noqa: F401
     set_version,
+    source_copy,
     tree_state,
 )
 
@@ -332,42 +334,16 @@ def test_api_refusal_type(tmp_path):
 
 # --- an installed wheel, no checkout, no network ----------------------------------------------
 
-BUILD_INPUTS = (
-    "pyproject.toml", "README.md", "copier.yml", "template", "hooks", "generator", "CHANGELOG.md"
-)  # fmt: skip
-
-
-def _source_copy(dest: Path) -> Path:
-    dest.mkdir(parents=True)
-    for name in BUILD_INPUTS:
-        src = REPO_ROOT / name
-        if src.is_dir():
-            shutil.copytree(
-                src, dest / name, ignore=shutil.ignore_patterns("__pycache__", "*.bundle")
-            )
-        elif src.exists():
-            shutil.copy2(src, dest / name)
-    return dest
-
-
-def _build_wheel(source: Path, out: Path) -> Path:
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
-         "-q", "-w", str(out), str(source)],
-        check=True,
-    )  # fmt: skip
-    (wheel,) = out.glob("ptscaffold-*.whl")
-    return wheel
-
 
 @pytest.mark.slow
 def test_installed_wheel_updates_offline(tmp_path):
-    old_src = _source_copy(tmp_path / "src-old")
-    new_src = _source_copy(tmp_path / "src-new")
+    # Without the releases bundle: these two made-up versions are the only ones
+    old_src = source_copy(tmp_path / "src-old", releases=False)
+    new_src = source_copy(tmp_path / "src-new", releases=False)
     set_version(new_src, "99.0.0")
     (new_src / "template" / "RELEASE-NOTE.txt").write_text("arrived with 99.0.0\n")
-    old_wheel = _build_wheel(old_src, tmp_path / "dist-old")
-    new_wheel = _build_wheel(new_src, tmp_path / "dist-new")
+    old_wheel = build_wheel(old_src, tmp_path / "dist-old")
+    new_wheel = build_wheel(new_src, tmp_path / "dist-new")
     shutil.rmtree(old_src)
     shutil.rmtree(new_src)
 
