@@ -102,8 +102,35 @@ def _assert_suite_passes(
     )
 
 
+# Beyond the default rows, the covering set's projects also vary what is not a feature flag:
+# the name (up to the longest package name the validators allow), the license and the CI's
+# operating systems, so every one of these reaches a generated suite.
+NAMES = ["My Image Classifier Experiments", "An extremely long project name for tests", "ok"]
+
+
+def with_metadata(index: int, answers: dict[str, Any]) -> dict[str, Any]:
+    if index < len(DEFAULTS):
+        return answers
+    extra = index - len(DEFAULTS)
+    licenses = tm.questions()["license"].values
+    varied = {
+        **answers,
+        "project_name": NAMES[extra % len(NAMES)],
+        "license": licenses[extra % len(licenses)],
+    }
+    if answers.get("ci"):
+        varied["ci_os"] = tm.questions()["ci_os"].values[extra % 2]
+    return varied
+
+
+def test_the_longest_name_is_the_longest_package_name_allowed():
+    assert len(NAMES[1].lower().replace(" ", "_")) == 40
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("answers", COVERING, ids=tm.label)
+@pytest.mark.parametrize(
+    "answers", [with_metadata(i, row) for i, row in enumerate(COVERING)], ids=tm.label
+)
 def test_covering_set_passes_its_generated_tests(
     answers, render_project, run_generated_tests, record_property
 ):
