@@ -1,8 +1,11 @@
 """Checkpoints of the whole training state: written atomically, loaded without unpickling code.
 
-A checkpoint is one dict with fixed top-level keys (`checkpointer.py` says which). Files live in
-`<run_dir>/checkpoints/`: `step_000120.pt` for the last `keep_last` steps, and `best.pt` for
-the lowest validation loss so far.
+A checkpoint is one dict with fixed top-level keys (`checkpointer.py` says which). Checkpoints live
+in `<run_dir>/checkpoints/`: `step_000120.pt` for the last `keep_last` steps, and `best.pt` for
+the lowest validation loss so far. A sharded (FSDP) checkpoint is a folder instead, `step_000120/`
+and `best/` (`storage.py` of such a project writes them): the model's and optimizer's tensors in
+torch.distributed.checkpoint (DCP) files, the rest of the dict in `state.pt`. Both kinds, and a
+folder written by `export`, load here, so evaluation and sampling take any of them.
 """
 
 from __future__ import annotations
@@ -25,9 +28,15 @@ import torch
 
 log = logging.getLogger(__name__)
 
-_STEP_FILE = re.compile(r"step_(\d+)\.pt")
-# What save_checkpoint writes before its rename; left behind only by a process killed mid-save
+_STEP_FILE = re.compile(r"step_(\d+)(\.pt)?")
+# What a save writes before its rename (a file, or a sharded checkpoint's folder); left behind
+# only by a process killed mid-save
 _PARTIAL_GLOB = ".*.tmp"
+# In a sharded checkpoint's folder: DCP's index of the tensors (written last by DCP) and the rest
+SHARDED_INDEX = ".metadata"
+SHARDED_STATE = "state.pt"
+# In a folder written by `export`
+EXPORTED_WEIGHTS = "model.safetensors"
 
 
 class CheckpointError(RuntimeError):
@@ -76,11 +85,32 @@ def _reason(err: BaseException, directory: Path | None = None) -> str:
 
 
 def remove_partial_saves(directory: Path) -> list[Path]:
-    """Delete the temporary files of saves that were killed before their rename."""
+    """Delete the temporary files and folders of saves that were killed before their rename."""
     removed = sorted(directory.glob(_PARTIAL_GLOB))
     for path in removed:
-        path.unlink(missing_ok=True)
+        remove_entry(path)
     return removed
+
+
+def remove_entry(path: Path) -> None:
+    """Delete a checkpoint, a file or a sharded checkpoint's folder."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def replace_folder(src: Path, dst: Path) -> None:
+    """Rename the finished folder `src` to `dst`, replacing an older `dst` (a folder cannot be
+    renamed onto a non-empty one, so the old one is first moved aside). Whatever the moment of a
+    kill, `dst` is either absent, the old folder or the new one, never a mix."""
+    aside = dst.with_name(f".{dst.name}.old.tmp")
+    remove_entry(aside)
+    if dst.exists():
+        os.replace(dst, aside)
+    os.replace(src, dst)
+    _fsync_dir(dst.parent)
+    remove_entry(aside)
 
 
 def _atomic_copy(src: Path, dst: Path) -> None:
@@ -120,9 +150,22 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def load_checkpoint(path: Path, needs: tuple[str, ...] = ()) -> dict[str, Any]:
+def load_checkpoint(path: Path, needs: tuple[str, ...] = (), weights: bool = True) -> dict[str, Any]:
     """Load on the CPU with `weights_only=True` (tensors and plain containers, never code); a
-    checkpoint lacking any top-level key in `needs` is refused."""
+    checkpoint lacking any top-level key in `needs` is refused.
+
+    `path` may also be a sharded checkpoint's folder (its model is consolidated into whole
+    tensors, or with `weights=False` only described, shapes and dtypes on the meta device, for a
+    resume that loads its own shards) or a folder written by `export`.
+    """
+    if path.is_dir():
+        state = _load_folder(path, weights)
+        missing = [key for key in needs if key not in state]
+        if missing:
+            raise CheckpointError(
+                f"{path}: not a training checkpoint of this project (no {', '.join(missing)})"
+            )
+        return state
     if not path.is_file():
         raise CheckpointError(f"{path}: no such checkpoint")
     if not zipfile.is_zipfile(path):  # what torch.save writes
@@ -152,32 +195,68 @@ def _first_line(err: BaseException) -> str:
     return str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
 
 
+def _load_folder(path: Path, weights: bool) -> dict[str, Any]:
+    if (path / EXPORTED_WEIGHTS).is_file():
+        from .export import read_exported  # safetensors is needed only here
+
+        return read_exported(path)
+    if not (path / SHARDED_STATE).is_file() or not (path / SHARDED_INDEX).is_file():
+        raise CheckpointError(
+            f"{path}: not a checkpoint (a folder without {SHARDED_INDEX} and {SHARDED_STATE})"
+        )
+    from .shards import read_model  # torch.distributed.checkpoint is needed only here
+
+    state = load_checkpoint(path / SHARDED_STATE)
+    state["model"] = read_model(path, consolidate=weights)
+    return state
+
+
 def save_step(run_dir: Path, state: Mapping[str, Any], *, step: int, keep_last: int) -> Path:
     """Write the step checkpoint, then drop all but the newest `keep_last` of them."""
     directory = checkpoint_dir(run_dir)
     path = directory / f"step_{step:06d}.pt"
     save_checkpoint(path, state)
-    for old in step_checkpoints(directory)[:-keep_last]:
-        old.unlink(missing_ok=True)
+    prune(directory, keep_last)
     return path
 
 
+def prune(directory: Path, keep_last: int) -> None:
+    """Drop all but the newest `keep_last` step checkpoints."""
+    for old in step_checkpoints(directory)[:-keep_last]:
+        remove_entry(old)
+
+
 def update_best(run_dir: Path, latest: Path) -> None:
-    """Make `best.pt` a copy of `latest` (the caller decided it is the best so far)."""
-    _atomic_copy(latest, checkpoint_dir(run_dir) / "best.pt")
+    """Make `best.pt` (`best/` for a folder) a copy of `latest` (the caller decided it is the best
+    so far)."""
+    if not latest.is_dir():
+        _atomic_copy(latest, checkpoint_dir(run_dir) / "best.pt")
+        return
+    # Hard links where the file system has them: the copy then costs no space and no time
+    staging = latest.with_name(".best.tmp")
+    remove_entry(staging)
+    shutil.copytree(latest, staging, copy_function=_link_or_copy)
+    replace_folder(staging, checkpoint_dir(run_dir) / "best")
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
 
 
 def step_checkpoints(directory: Path) -> list[Path]:
-    """Step checkpoints, oldest first."""
-    found = [(int(m.group(1)), p) for p in directory.glob("step_*.pt") if (m := _STEP_FILE.fullmatch(p.name))]
+    """Step checkpoints (files, or sharded checkpoints' folders), oldest first."""
+    found = [(int(m.group(1)), p) for p in directory.glob("step_*") if (m := _STEP_FILE.fullmatch(p.name))]
     return [path for _, path in sorted(found)]
 
 
-def latest_checkpoint(run_dir: Path) -> tuple[Path, dict[str, Any]] | None:
+def latest_checkpoint(run_dir: Path, weights: bool = True) -> tuple[Path, dict[str, Any]] | None:
     """The newest step checkpoint that loads; corrupt or truncated ones are skipped with a warning."""
     for path in reversed(step_checkpoints(checkpoint_dir(run_dir))):
         try:
-            return path, load_checkpoint(path)
+            return path, load_checkpoint(path, weights=weights)
         except CheckpointError as err:
             log.warning("skipping %s", err)
     return None

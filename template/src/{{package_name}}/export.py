@@ -1,0 +1,114 @@
+"""Export a checkpoint's model for inference: its weights as safetensors, its config as JSON.
+
+    python -m <package>.export CHECKPOINT OUT
+
+CHECKPOINT is any checkpoint of the project: a `.pt` file, or a sharded checkpoint's folder (its
+shards are consolidated here, in this one process). OUT is a folder holding
+
+- `model.safetensors`: every tensor of the plain model, whole, under its parameter names;
+- `config.json`: the task, the training config (the model is built from its `model` section)
+  and the data description (vocabulary or classes, image statistics, ...).
+
+`load_exported(OUT)` builds the model from them, and `evaluate`, `sample` and `predict` take
+OUT wherever they take a checkpoint. safetensors holds tensors only, so loading an export never
+runs code; it comes with the `export` extra (`pip install -e .[export]`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from torch import nn
+
+from . import TASK, TEMPLATE_VERSION
+from .checkpoint import EXPORTED_WEIGHTS, CheckpointError, check_task, load_checkpoint
+from .config import config_from_dict
+from .model import build_model
+
+CONFIG_FILE = "config.json"
+# What an export keeps of a checkpoint: enough to build the model and prepare its inputs
+KEYS = ("template_version", "task", "config", "data_info")
+
+
+def _safetensors() -> Any:
+    try:
+        import safetensors.torch
+    except ImportError:
+        raise CheckpointError("exports need safetensors: pip install -e .[export]") from None
+    return safetensors
+
+
+def export(checkpoint: Path, out: Path) -> Path:
+    """Write the model of `checkpoint` to the folder `out` (replaced whole if it exists)."""
+    state = load_checkpoint(checkpoint, needs=("task", "config", "data_info", "model"))
+    check_task(state, TASK)
+    # Contiguous copies of their own: safetensors refuses tensors that share memory (tied weights)
+    weights = {name: tensor.detach().contiguous().clone() for name, tensor in state["model"].items()}
+    description = {key: state.get(key) for key in KEYS} | {
+        "template_version": state.get("template_version", TEMPLATE_VERSION)
+    }
+    staging = out.with_name(f".{out.name}.tmp")
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        staging.mkdir(parents=True)
+        _safetensors().torch.save_file(weights, staging / EXPORTED_WEIGHTS)
+        (staging / CONFIG_FILE).write_text(json.dumps(description, indent=2) + "\n", encoding="utf-8")
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(staging, out)
+    except OSError as err:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise CheckpointError(f"cannot write {out}: {err.strerror or err}") from None
+    return out
+
+
+def read_exported(path: Path) -> dict[str, Any]:
+    """An export as a checkpoint dict (its keys as a checkpoint has them, `model` included)."""
+    safetensors = _safetensors()
+    try:
+        description = json.loads((path / CONFIG_FILE).read_text(encoding="utf-8"))
+        weights = safetensors.torch.load_file(path / EXPORTED_WEIGHTS, device="cpu")
+    except FileNotFoundError as err:
+        raise CheckpointError(f"{path}: not an export (no {Path(err.filename).name})") from None
+    except (OSError, ValueError, safetensors.SafetensorError) as err:  # unreadable, torn, not JSON
+        raise CheckpointError(f"{path}: corrupt export ({str(err).strip().splitlines()[0]})") from None
+    if not isinstance(description, dict) or any(key not in description for key in KEYS):
+        raise CheckpointError(
+            f"{path}: not an export of this project ({CONFIG_FILE} lacks {', '.join(KEYS)})"
+        )
+    return {**description, "model": weights}
+
+
+def load_exported(path: Path) -> nn.Module:
+    """The exported model, built from its config and loaded with its weights, in eval mode."""
+    state = read_exported(path)
+    check_task(state, TASK)
+    model = build_model(config_from_dict(state["config"]).model, state["data_info"])
+    model.load_state_dict(state["model"])
+    return model.eval()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog=f"python -m {__package__}.export", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("checkpoint", type=Path, help="a checkpoint file or a sharded checkpoint's folder")
+    parser.add_argument("out", type=Path, help="the folder to write")
+    args = parser.parse_args(argv)
+    try:
+        out = export(args.checkpoint, args.out)
+    except CheckpointError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(f"exported {args.checkpoint} to {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
