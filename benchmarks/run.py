@@ -22,7 +22,17 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
 from benchmarks import common
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
-BENCHMARKS = ["overhead", "throughput", "dataloading", "generation", "project_tests", "gpu"]
+BENCHMARKS = [
+    "overhead",
+    "throughput",
+    "dataloading",
+    "generation",
+    "project_tests",
+    "gpu",
+    "ema",
+    "corpus",
+    "images",
+]
 
 
 def run_all(names: list[str], work: Path, *, quick: bool) -> list[common.Section]:
