@@ -30,8 +30,6 @@ BENCHMARKS = [
     "project_tests",
     "gpu",
     "ema",
-    "corpus",
-    "images",
 ]
 
 
