@@ -29,6 +29,7 @@ from torch import nn
 from . import TASK, TEMPLATE_VERSION
 from .checkpoint import EXPORTED_WEIGHTS, CheckpointError, check_task, load_checkpoint
 from .config import config_from_dict
+from .ema import inference_weights
 from .model import build_model
 
 CONFIG_FILE = "config.json"
@@ -48,8 +49,9 @@ def export(checkpoint: Path, out: Path) -> Path:
     """Write the model of `checkpoint` to the folder `out` (replaced whole if it exists)."""
     state = load_checkpoint(checkpoint, needs=("task", "config", "data_info", "model"))
     check_task(state, TASK)
-    # Contiguous copies of their own: safetensors refuses tensors that share memory (tied weights)
-    weights = {name: tensor.detach().contiguous().clone() for name, tensor in state["model"].items()}
+    # The EMA when the run kept one. Contiguous copies of their own: safetensors refuses tensors
+    # that share memory (tied weights)
+    weights = {name: t.detach().contiguous().clone() for name, t in inference_weights(state).items()}
     description = {key: state.get(key) for key in KEYS} | {
         "template_version": state.get("template_version", TEMPLATE_VERSION)
     }
