@@ -30,6 +30,7 @@ BENCHMARKS = [
     "project_tests",
     "gpu",
     "ema",
+    "ckpt_save",
 ]
 
 

@@ -30,6 +30,7 @@ EXPECTED = {
     "project_tests": ["classification_s", "language_model_s"],
     "gpu": ["fp32_tokens_per_s", "bf16_tokens_per_s", "bf16+compile_tokens_per_s"],
     "ema": ["cnn_ratio", "cnn_update_ms", "linear_ratio", "linear_update_ms"],
+    "ckpt_save": ["sync_save_s", "async_save_s"],
 }
 
 

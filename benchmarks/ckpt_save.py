@@ -1,0 +1,82 @@
+"""8. What a checkpoint save costs the training: synchronous vs ckpt_async=true (FSDP, DCP).
+
+A language model sharded by FSDP2 over 2 CPU processes (gloo) trains a fixed number of steps
+three ways: saving only at the end, and saving every few steps too, synchronously and
+asynchronously. A save's cost is the extra wall time per extra save over the run that saves
+only at the end; the figure is async's cost over sync's.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from benchmarks import common
+
+TARGET_RATIO = 0.5  # an asynchronous save costs the loop at most half of a synchronous one
+CONTENDERS = {"none": [], "sync": ["ckpt_async=false"], "async": ["ckpt_async=true"]}
+
+
+def train_seconds(project: Path, package: str, args: list[str], runs_dir: Path) -> float:
+    env = {**os.environ, "PYTHONPATH": str(project / "src"), "OMP_NUM_THREADS": "1"}
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [*command, "-m", f"{package}.train", *args, f"runs_dir={runs_dir}"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    if proc.returncode != 0:
+        raise common.BenchmarkError(proc.stderr[-3000:])
+    return time.perf_counter() - start
+
+
+def run(work: Path, quick: bool) -> common.Section:
+    project, package = common.render(work, "language_model", "bench_ckpt", distributed="fsdp")
+    # 6 optimizer steps between saves; the run saves twice more than the end-only one
+    width, layers, steps, every, repeats = (32, 1, 6, 2, 1) if quick else (1024, 6, 18, 6, 2)
+    base = [
+        f"model.n_embd={width}",
+        f"model.n_layer={layers}",
+        "model.n_head=4",
+        "data.batch_size=2",
+        "data.block_size=32",
+        f"max_steps={steps}",
+        "epochs=100",
+        "threads=1",
+        "data.num_workers=0",
+        "log_interval=1",
+        "keep_last=1",
+    ]
+    times: dict[str, list[float]] = {name: [] for name in CONTENDERS}
+    common.wait_for_quiet()
+    for repeat in range(repeats):
+        for name, extra in CONTENDERS.items():
+            interval = [] if name == "none" else [f"ckpt_interval={every}"]
+            runs = work / f"ckpt-runs-{name}-{repeat}"
+            times[name].append(train_seconds(project, package, [*base, *interval, *extra], runs))
+    extra_saves = steps // every - 1
+    wall = {name: min(values) for name, values in times.items()}
+    cost = {name: (wall[name] - wall["none"]) / extra_saves for name in ("sync", "async")}
+    ratio = cost["async"] / cost["sync"] if cost["sync"] > 0 else float("nan")
+    params = 12 * layers * width * width
+    rows = [[name, common.fmt(wall[name]), common.fmt(cost.get(name, 0.0))] for name in CONTENDERS]
+    return common.Section(
+        title="Checkpoint save cost (FSDP, DCP)",
+        target=f"an asynchronous save costs the loop <= {TARGET_RATIO:.1f}x a synchronous one",
+        columns=["Saves", "Run wall s (best of repeats)", "Cost per save s"],
+        rows=rows,
+        figures={"sync_save_s": cost["sync"], "async_save_s": cost["async"], "ratio": ratio},
+        met=ratio <= TARGET_RATIO if cost["sync"] >= 1.0 else None,
+        notes=[
+            f"About {params / 1e6:.0f}M transformer parameters (plus embeddings) with AdamW,",
+            f"sharded over 2 CPU processes (gloo); {steps} steps, a save every {every} (sync,",
+            f"async) or only at the end (none). Cost per save: (run - none) / {extra_saves};",
+            f"ratio async/sync = {common.fmt(ratio)}.",
+        ],
+    )
