@@ -450,7 +450,7 @@ FOOTPRINTS = (
     Footprint(
         "nan_guard",
         lambda a: a["nan_guard"],
-        (Mark(r"isfinite", files=r"^src/"), Mark(r"max_skips")),
+        (Mark(r"torch\.isfinite", files=r"^src/"), Mark(r"max_skips")),
     ),
     Footprint("compile", lambda a: a["compile"], (Mark(r"\.compile\(mode="),)),
     Footprint(
