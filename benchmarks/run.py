@@ -31,6 +31,8 @@ BENCHMARKS = [
     "gpu",
     "ema",
     "ckpt_save",
+    "corpus",
+    "images",
 ]
 
 

@@ -29,6 +29,8 @@ EXPECTED = {
     "generation": ["ratio", "copier_s", "cold_s"],
     "project_tests": ["classification_s", "language_model_s"],
     "gpu": ["fp32_tokens_per_s", "bf16_tokens_per_s", "bf16+compile_tokens_per_s"],
+    "corpus": ["char_mb_s", "char_of_reference", "bpe_ratio", "startup_ratio", "rss_ratio"],
+    "images": ["decode_speedup", "decode_generated_wait", "balanced_speedup"],
     "ema": ["cnn_ratio", "cnn_update_ms", "linear_ratio", "linear_update_ms"],
     "ckpt_save": ["sync_save_s", "async_save_s"],
 }
