@@ -1,4 +1,4 @@
-"""8. What a checkpoint save costs the training: synchronous vs ckpt_async=true (FSDP, DCP).
+"""10. What a checkpoint save costs the training: synchronous vs ckpt_async=true (FSDP, DCP).
 
 A language model sharded by FSDP2 over 2 CPU processes (gloo) trains a fixed number of steps
 three ways: saving only at the end, and saving every few steps too, synchronously and
@@ -38,8 +38,8 @@ def train_seconds(project: Path, package: str, args: list[str], runs_dir: Path) 
 
 def run(work: Path, quick: bool) -> common.Section:
     project, package = common.render(work, "language_model", "bench_ckpt", distributed="fsdp")
-    # 6 optimizer steps between saves; the run saves twice more than the end-only one
-    width, layers, steps, every, repeats = (32, 1, 6, 2, 1) if quick else (1024, 6, 18, 6, 2)
+    # A few optimizer steps between saves; the run saves twice more than the end-only one
+    width, layers, steps, every, repeats = (32, 1, 6, 2, 1) if quick else (768, 6, 12, 4, 1)
     base = [
         f"model.n_embd={width}",
         f"model.n_layer={layers}",
@@ -67,7 +67,7 @@ def run(work: Path, quick: bool) -> common.Section:
     params = 12 * layers * width * width
     rows = [[name, common.fmt(wall[name]), common.fmt(cost.get(name, 0.0))] for name in CONTENDERS]
     return common.Section(
-        title="Checkpoint save cost (FSDP, DCP)",
+        title="10. Checkpoint save cost (FSDP, DCP)",
         target=f"an asynchronous save costs the loop <= {TARGET_RATIO:.1f}x a synchronous one",
         columns=["Saves", "Run wall s (best of repeats)", "Cost per save s"],
         rows=rows,
