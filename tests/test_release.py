@@ -38,7 +38,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 OLD = "0.1.0"
-NOTE = "# a note of the project's own\n"
+NOTE = "\n\n# a note of the project's own\n"  # laid out as ruff format wants it
 OUR_LINE = "Our own notes on this project."
 
 
