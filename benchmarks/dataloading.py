@@ -59,7 +59,11 @@ def calibrate(side: int) -> tuple[int, float]:
     r0, r1 = 50, 150
     m0, m1 = _ms_per_sample(side, r0), _ms_per_sample(side, r1)
     for _ in range(2):  # secant steps towards WORK_MS
-        r = max(1, round(r1 + (WORK_MS - m1) * (r1 - r0) / max(m1 - m0, 1e-6)))
+        slope = (m1 - m0) / (r1 - r0)  # ms per round
+        # Proportional where two noisy timings give no usable slope; bounded either way, so a
+        # stall between two timings cannot make one sample cost minutes
+        r = round(r1 + (WORK_MS - m1) / slope) if slope > 0 else round(r1 * WORK_MS / max(m1, 1e-3))
+        r = min(max(1, r), 10 * r1)
         r0, m0, r1, m1 = r1, m1, r, _ms_per_sample(side, r)
     return r1, m1
 
