@@ -49,6 +49,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Longest first. Under xdist the run ends when its last test does: the generated suites
+    (minutes each) must start before the tests of seconds, which then fill the gaps."""
+    items.sort(key=_expected_cost, reverse=True)  # stable: the rest keep their order
+
+
+def _expected_cost(item: pytest.Item) -> int:
+    if item.get_closest_marker("slow") is None:
+        return 0
+    params = getattr(item, "callspec", None)
+    answers = params.params.get("answers") if params else None
+    return 2 + template_matrix.suite_cost(answers) if isinstance(answers, dict) else 1
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     lines = [
         f"{value} ({report.nodeid.split('::', 1)[-1]})"

@@ -203,6 +203,12 @@ def covering_array(
 # --- rendering many combinations --------------------------------------------------------------
 
 
+def suite_cost(answers: Mapping[str, Any]) -> int:
+    """Rough relative cost of a generated suite: the tests that start torchrun (a few seconds a
+    process group), then torch.compile's few tests (a cold inductor compile on a CPU)."""
+    return 2 * (answers.get("distributed", "none") != "none") + bool(answers.get("compile"))
+
+
 def isolation_env(root: Path) -> dict[str, str]:
     """What `ptscaffold_testing.isolated` sets, for a whole session: private caches, an empty
     HOME and git config, and no copier user settings (their defaults would change answers)."""

@@ -29,13 +29,7 @@ FLAGS = tm.flag_names()
 DEFAULTS = tm.task_defaults(FLAGS)
 
 
-def suite_cost(answers: dict[str, Any]) -> int:
-    """Rough relative cost of a generated suite: torch.compile on a CPU dominates (cold
-    inductor compiles in every test process), then the tests that start torchrun."""
-    return 3 * bool(answers.get("compile")) + (answers.get("distributed", "none") != "none")
-
-
-COVERING = tm.covering_array(FLAGS, seeds=DEFAULTS, cost=suite_cost)
+COVERING = tm.covering_array(FLAGS, seeds=DEFAULTS, cost=tm.suite_cost)
 
 # Projects in the covering set at most. Each runs its generated suite: 35-50 s for the
 # defaults, minutes with compile=true (on 2 CPU cores); see the timings in the terminal summary.
