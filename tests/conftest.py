@@ -51,7 +51,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Longest first. Under xdist the run ends when its last test does: the generated suites
-    (minutes each) must start before the tests of seconds, which then fill the gaps."""
+    (minutes each) must start before the tests of seconds, which then fill the gaps (with
+    `--dist worksteal`, see pyproject.toml, an idle worker takes tests queued for another)."""
     items.sort(key=_expected_cost, reverse=True)  # stable: the rest keep their order
 
 
