@@ -9,6 +9,7 @@ patched modules.
 
 from __future__ import annotations
 
+import argparse
 import functools
 import importlib
 import importlib.util
@@ -21,6 +22,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 import uuid
@@ -192,6 +194,28 @@ def load_note(results: dict[str, list[dict[str, float]]]) -> str:
         f"Other processes kept {statistics.median(loads):.2f} cores busy during the median run "
         f"(max {max(loads):.2f}); figures from loaded runs are less trustworthy."
     )
+
+
+def script_main(doc: str, run: Callable[..., Section], prefix: str) -> None:
+    """`python benchmarks/NAME.py [--tiny] [--work DIR]`: one benchmark alone, its table printed.
+    For the checks that need a GPU machine, which runs one script, not the whole set."""
+    parser = argparse.ArgumentParser(
+        description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--tiny", action="store_true", help="the tiny size (the default on a CPU)")
+    parser.add_argument("--work", type=Path, help="scratch folder (default: a temporary one)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix=f"ptscaffold-{prefix}-") as tmp:
+        work = args.work or Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        isolate_caches(work)
+        start = time.perf_counter()
+        section = run(work, quick=args.tiny)
+        print(f"{section.title}, {time.perf_counter() - start:.0f} s: {verdict(section.met)}")
+        for line in [section.columns, *section.rows]:
+            print(" | ".join(line))
+        for note in section.notes:
+            print(f"- {note}")
 
 
 # ---- projects and processes ---------------------------------------------------------------

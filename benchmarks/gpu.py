@@ -11,10 +11,8 @@ GPU's dense bf16 peak from the generated `PEAK_TFLOPS` table (also for fp32, as 
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -126,28 +124,8 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--tiny", action="store_true", help="the tiny config (default on a CPU)")
-    parser.add_argument("--work", type=Path, help="scratch folder (default: a temporary one)")
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="ptscaffold-gpu-") as tmp:
-        work = args.work or Path(tmp)
-        work.mkdir(parents=True, exist_ok=True)
-        common.isolate_caches(work)
-        start = time.perf_counter()
-        section = run(work, quick=args.tiny, size="tiny" if args.tiny else None)
-        print(f"{section.title}, {time.perf_counter() - start:.0f} s")
-        for line in [section.columns, *section.rows]:
-            print(" | ".join(line))
-        for note in section.notes:
-            print(f"- {note}")
-
-
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1].startswith("{"):  # a worker: `gpu.py SPEC_JSON`
         common.worker_main(measure)
     else:
-        main()
+        common.script_main(__doc__, run, "gpu")

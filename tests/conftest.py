@@ -163,7 +163,9 @@ def run_generated_tests(session_root: Path) -> Callable[..., subprocess.Complete
                 data = json.loads(record.read_text())
             else:
                 start = time.perf_counter()
-                proc = template_matrix.run_suite(project, args, env, SUITE_TIMEOUT_S)
+                # --durations: the slowest generated tests, for whoever shortens the suite next
+                command = ["--durations=8", *args]
+                proc = template_matrix.run_suite(project, command, env, SUITE_TIMEOUT_S)
                 data = {
                     "args": proc.args,
                     "returncode": proc.returncode,

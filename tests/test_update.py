@@ -466,9 +466,7 @@ def _render_file():
 # renders of the old template in a temporary folder, the render into the project (from about
 # the 50th file and the 95th git call on, the project has changed), the render of the new
 # template, and git's apply, merge and index updates in the project.
-INTERRUPTS = [("git", n) for n in (1, 40, 90, 100, 120, 140, 160, 178)] + [
-    ("render", n) for n in (1, 30, 60, 100, 145)
-]
+INTERRUPTS = [("git", n) for n in (1, 90, 120, 160, 178)] + [("render", n) for n in (1, 60, 145)]
 
 
 @pytest.mark.parametrize(("where", "n"), INTERRUPTS, ids=[f"{w}-{n}" for w, n in INTERRUPTS])
