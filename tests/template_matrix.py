@@ -200,13 +200,13 @@ def covering_array(
     return best[2]
 
 
-# --- rendering many combinations --------------------------------------------------------------
-
-
 def suite_cost(answers: Mapping[str, Any]) -> int:
     """Rough relative cost of a generated suite: the tests that start torchrun (a few seconds a
     process group), then torch.compile's few tests (a cold inductor compile on a CPU)."""
     return 2 * (answers.get("distributed", "none") != "none") + bool(answers.get("compile"))
+
+
+# --- rendering many combinations --------------------------------------------------------------
 
 
 def isolation_env(root: Path) -> dict[str, str]:

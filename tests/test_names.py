@@ -15,10 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ptscaffold import AnswersError, _questions
 from ptscaffold_testing import isolated, ptscaffold_cache  # noqa: F401
-from test_template_projects import COVERING, with_metadata
-
-LONG_EXAMPLE = "My Image Classifier Experiments"
-COVERED_AS_RUN = [with_metadata(i, row) for i, row in enumerate(COVERING)]
+from test_template_projects import COVERED, COVERING
 
 
 @pytest.mark.parametrize(
@@ -166,5 +163,6 @@ def test_the_long_example_name_reaches_a_generated_suite_of_each_task():
     """The issue's own example, "My Image Classifier Experiments", is the name of covering-set
     projects of both tasks, whose generated suites (ruff included, tests/test_style.py) run in
     test_template_projects.py: a suite of its own here would run the same tests again."""
-    tasks = {row["task"] for row in COVERED_AS_RUN if row.get("project_name") == LONG_EXAMPLE}
+    example = "My Image Classifier Experiments"
+    tasks = {row["task"] for row in COVERED if row.get("project_name") == example}
     assert tasks == set(tm.questions()["task"].values)
