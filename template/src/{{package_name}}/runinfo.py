@@ -8,6 +8,7 @@ import platform
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -32,8 +33,9 @@ def resolve_run_dir(cfg: Config) -> Path:
     return runs / time.strftime("%Y%m%d-%H%M%S")
 
 
-def write_run_info(run_dir: Path, cfg: Config, device: torch.device, template_version: str) -> None:
-    """Write the resolved config and the environment, so the run can be understood and repeated."""
+def write_run_info(run_dir: Path, cfg: Config, device: torch.device, template_version: str) -> dict[str, Any]:
+    """Write the resolved config and the environment, so the run can be understood and repeated;
+    return the environment record."""
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
     except OSError as err:
@@ -52,6 +54,7 @@ def write_run_info(run_dir: Path, cfg: Config, device: torch.device, template_ve
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     (run_dir / "environment.json").write_text(json.dumps(env, indent=2) + "\n")
+    return env
 
 
 def _git_commit() -> str | None:
