@@ -39,11 +39,12 @@ from ptscaffold._questions import QuestionInfo, Questionnaire
 REPO_ROOT = Path(__file__).resolve().parents[1]
 COPIER_YML = REPO_ROOT / "copier.yml"
 
-# Choice questions that are not feature flags. python_version only sets `requires-python` and
-# ruff's `target-version` in pyproject.toml (test_template_render checks that); tripling the
-# product for it would triple the render test's time for no new Python code. license and ci_os
-# render only LICENSE, pyproject.toml metadata and the CI workflow (test_platforms checks that).
-NOT_FLAGS = ("python_version", "license", "ci_os")
+# Choice questions that are not feature flags: none renders Python code, so multiplying the
+# product by their answers would multiply the render test's time for no new Python file
+# (test_template_render checks that they render none). python_version only sets
+# `requires-python` and ruff's `target-version`; license renders LICENSE and project metadata;
+# ci and ci_os render the CI workflow (test_answers checks each of these).
+NOT_FLAGS = ("python_version", "license", "ci", "ci_os")
 
 # The folder each project is rendered into; project_name defaults to it, and package_name to
 # project_name, so every project's package is `demo`.
@@ -141,10 +142,22 @@ def label(answers: Mapping[str, Any]) -> str:
 Pair = tuple[tuple[str, Any], tuple[str, Any]]
 
 
+# Flags whose code meets few others: their answers need only be paired with these. logger's
+# backends sit behind one two-method interface that only the recorder calls, and what they log
+# depends on the task. Only rank 0 may talk to a tracker: the covering-set test checks that each
+# logger meets a distributed project too (pairing it with every distributed answer would add
+# three projects, two of them distributed, to the slowest part of the suite).
+NARROW = {"logger": ("task",)}
+
+
+def _paired(a: str, b: str) -> bool:
+    return (a not in NARROW or b in NARROW[a]) and (b not in NARROW or a in NARROW[b])
+
+
 def pairs(answers: Mapping[str, Any], names: Sequence[str]) -> set[Pair]:
-    """Every pair of answers of two different questions in `answers`."""
+    """Every pair of answers of two different questions in `answers` that must meet (NARROW)."""
     items = [(n, answers[n]) for n in names if n in answers]
-    return set(itertools.combinations(items, 2))
+    return {(a, b) for a, b in itertools.combinations(items, 2) if _paired(a[0], b[0])}
 
 
 def required_pairs(names: Sequence[str]) -> set[Pair]:

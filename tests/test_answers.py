@@ -227,9 +227,13 @@ def test_ci_os_renders_the_matrix(render_project, ci_os: str):
     assert "python -m pytest" in steps
 
 
-def test_no_ci_no_workflow(render_project):
-    project = render_project(tm.default_answers(tm.all_names(), ci=False))
-    assert not list((project / ".github").rglob("*.yml"))
+def test_no_ci_no_workflow_and_nothing_else_changes(render_project):
+    """ci is not among the render test's flags (tm.NOT_FLAGS): it must render the workflow only."""
+    default = tm.read_tree(render_project(tm.default_answers(tm.all_names())))
+    other = tm.read_tree(render_project(tm.default_answers(tm.all_names(), ci=False)))
+    changed = {p for p in set(default) | set(other) if default.get(p) != other.get(p)}
+    assert changed == {".github/workflows/tests.yml", ".copier-answers.yml"}, changed
+    assert ".github/workflows/tests.yml" not in other
 
 
 # --- one ruff --------------------------------------------------------------------------------

@@ -127,8 +127,7 @@ def _with_license_and_os(i: int, answers: dict) -> dict:
         **answers,
         "license": questions["license"].values[i % len(questions["license"].values)],
     }
-    if answers.get("ci"):
-        crossed["ci_os"] = questions["ci_os"].values[i % len(questions["ci_os"].values)]
+    crossed["ci_os"] = questions["ci_os"].values[i % len(questions["ci_os"].values)]
     return crossed
 
 

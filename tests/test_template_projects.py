@@ -68,6 +68,9 @@ def test_covering_set_is_valid_small_and_starts_from_the_defaults():
     assert len(COVERING) <= MAX_COVERING, [tm.label(row) for row in COVERING]
     assert {row["distributed"] for row in COVERING} == set(tm.questions()["distributed"].values)
     assert {row["task"] for row in COVERING} == set(tm.questions()["task"].values)
+    # logger pairs with task alone (tm.NARROW), yet each tracker must meet a process group
+    distributed = {row["logger"] for row in COVERING if row["distributed"] != "none"}
+    assert {"wandb", "mlflow"} <= distributed, distributed
 
 
 def test_required_pairs_honour_when():
@@ -98,7 +101,8 @@ def _assert_suite_passes(
 
 # Beyond the default rows, the covering set's projects also vary what is not a feature flag:
 # the name (up to the longest package name the validators allow), the license and the CI's
-# operating systems, so every one of these reaches a generated suite.
+# operating systems (ci itself is on, its default), so every one of these reaches a generated
+# suite.
 NAMES = ["My Image Classifier Experiments", "An extremely long project name for tests", "ok"]
 
 
@@ -112,8 +116,7 @@ def with_metadata(index: int, answers: dict[str, Any]) -> dict[str, Any]:
         "project_name": NAMES[extra % len(NAMES)],
         "license": licenses[extra % len(licenses)],
     }
-    if answers.get("ci"):
-        varied["ci_os"] = tm.questions()["ci_os"].values[extra % 2]
+    varied["ci_os"] = tm.questions()["ci_os"].values[extra % 2]
     return varied
 
 

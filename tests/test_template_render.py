@@ -219,11 +219,12 @@ def test_python_byte_compiles(matrix: Matrix):
         _fail("rendered Python that does not compile", problems)
 
 
-def test_python_version_changes_only_project_metadata(matrix: Matrix, template_snapshot: Path):
-    """python_version is not among the rendered combinations: check it changes no Python file.
+def test_answers_that_are_not_flags_render_no_python(matrix: Matrix, template_snapshot: Path):
+    """The questions left out of the rendered combinations (tm.NOT_FLAGS) change no Python file.
 
-    No template file rendering Python mentions it, and the
-    default project with each python_version differs from the default one in no Python file.
+    No template file rendering Python mentions them (in its name or its text), and the default
+    project with each python_version differs from the default one in no Python file (the other
+    not-flags are checked the same way in test_answers).
     """
     template = template_snapshot / "template"
     config = yaml.safe_load((template_snapshot / "copier.yml").read_text())
@@ -238,8 +239,8 @@ def test_python_version_changes_only_project_metadata(matrix: Matrix, template_s
         used = meta.find_undeclared_variables(env.parse(relative))
         if source.suffix == ".jinja":
             used |= meta.find_undeclared_variables(env.parse(source.read_text()))
-        if "python_version" in used:
-            assert not relative.removesuffix(".jinja").endswith(".py"), relative
+        if used & set(tm.NOT_FLAGS):
+            assert not relative.removesuffix(".jinja").endswith(".py"), (relative, used)
     default = matrix.manifests[COMBINATIONS.index(tm.default_answers(FLAGS))]
     for version, manifest in matrix.metadata.items():
         changed = {p for p in set(manifest) | set(default) if manifest.get(p) != default.get(p)}
@@ -464,7 +465,26 @@ FOOTPRINTS = (
         lambda a: a["logger"] == "tensorboard",
         (Mark(r"SummaryWriter"), Mark(r'"tensorboard\b', files=r"^pyproject\.toml$")),
     ),
-    Footprint("ci", lambda a: a["ci"], (Mark(r"^\.github/workflows/[^/]+\.ya?ml$", in_path=True),)),
+    # A tracker's library is imported, required and tested only where it is chosen
+    Footprint(
+        "logger=wandb",
+        lambda a: a["logger"] == "wandb",
+        (Mark(r"^import wandb$", files=r"^src/"), Mark(r'"wandb>=', files=r"^pyproject\.toml$")),
+    ),
+    Footprint(
+        "logger=mlflow",
+        lambda a: a["logger"] == "mlflow",
+        (Mark(r"^from mlflow\b", files=r"^src/"), Mark(r'"mlflow-skinny>=', files=r"^pyproject\.toml$")),
+    ),
+    Footprint(
+        "tracker",
+        lambda a: a["logger"] in ("wandb", "mlflow"),
+        (
+            Mark(rf"^src/{PKG}/tracker\.py$", in_path=True),
+            Mark(r"^tests/test_tracker\.py$", in_path=True),
+            Mark(r"\btracker=", files=r"^tests/"),
+        ),
+    ),
 )
 
 
