@@ -33,6 +33,7 @@ BENCHMARKS = [
     "ckpt_save",
     "corpus",
     "images",
+    "trackers",
 ]
 
 

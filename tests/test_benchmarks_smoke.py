@@ -33,6 +33,11 @@ EXPECTED = {
     "images": ["decode_speedup", "decode_generated_wait", "balanced_speedup"],
     "ema": ["cnn_ratio", "cnn_update_ms", "linear_ratio", "linear_update_ms"],
     "ckpt_save": ["sync_save_s", "async_save_s"],
+    "trackers": [
+        f"{tracker}_{figure}"
+        for tracker in ("wandb", "mlflow")
+        for figure in ("ratio", "ratio_1", "log_ms", "start_s", "close_s")
+    ],
 }
 
 
