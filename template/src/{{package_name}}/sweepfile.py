@@ -1,0 +1,263 @@
+"""The sweep file: read and checked whole before anything runs, and turned into the sweep's members.
+
+A sweep file (configs/sweep.toml shows every key) names a base `config`, `[fixed]` overrides for
+every member, a `[grid]` (every combination of its values), a `[random]` search (`samples` draws
+from its own `seed`, so a rerun draws the same ones) and `seeds`: each point of the search runs
+once per seed. `metric` and `mode` say which point is best.
+
+A member is named after a hash of its overrides, so adding a grid value renames no other member.
+Config keys are not checked here but by training, which knows them: reading them here would
+import torch (seconds) into every sweep command, most of which train nothing.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import itertools
+import json
+import math
+import random
+import tomllib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SWEEP_KEYS = ("config", "metric", "mode", "seeds", "fixed", "grid", "random")
+DISTRIBUTIONS = ("choice", "uniform", "log_uniform")
+# Config keys the sweep sets for every member itself, and what to write instead
+RESERVED = {
+    "config": "set the base config with `config = PATH` at the top of the sweep file",
+    "seed": "list the seeds with `seeds = [...]` at the top of the sweep file",
+    "runs_dir": "the sweep directory is the --dir option",
+    "run_name": "members are named after their overrides",
+    "resume": "members always resume (resume=auto)",
+}
+
+
+class SweepError(ValueError):
+    """A problem with the sweep file or the command line, worded as one line for the user."""
+
+
+@dataclass(frozen=True)
+class Member:
+    """One training run of the sweep."""
+
+    index: int  # its place in the sweep's order (the SLURM array task id)
+    name: str  # a hash of `overrides`: its folder in the sweep directory
+    point: dict[str, Any]  # the searched keys' values (grid and random)
+    seed: int | None  # None: the config's own seed
+    overrides: dict[str, Any]  # everything set on its command line but where it runs
+
+
+@dataclass(frozen=True)
+class Sweep:
+    file: Path
+    metric: str
+    maximize: bool
+    points: list[dict[str, Any]]
+    seeds: list[int | None]
+    members: list[Member]
+    sets_threads: bool  # the sweep file or its base config chooses the thread count
+    device: str | None  # the device every member is pinned to, if the sweep pins one
+
+
+def load_sweep(path: Path) -> Sweep:
+    """Read and check a sweep file, and list its members in order: point by point, seed by seed."""
+    data = _read_toml(path, "sweep file")
+    try:
+        return _parse(path, data)
+    except SweepError as err:
+        raise SweepError(f"{path}: {err}") from None
+
+
+def _parse(path: Path, data: dict[str, Any]) -> Sweep:
+    for key in data:
+        if key not in SWEEP_KEYS:
+            raise SweepError(_unknown("key", key, SWEEP_KEYS))
+    base = data.get("config")
+    if base is not None and not isinstance(base, str):
+        raise SweepError(f"config must be the path of a config file, got {base!r}")
+    base_config = dict(_flatten(_read_toml(Path(base), "config file"))) if base else {}
+    metric = data.get("metric", "val_loss")
+    if not isinstance(metric, str):
+        raise SweepError(f"metric must be the name of a metric such as 'val_loss', got {metric!r}")
+    mode = data.get("mode", "min")
+    if mode not in ("min", "max"):
+        raise SweepError(f"mode must be 'min' (lower {metric} is better) or 'max', got {mode!r}")
+    seeds = data.get("seeds", [None])  # None: one run per point, with the config's own seed
+    ints = isinstance(seeds, list) and all(isinstance(s, int) and not isinstance(s, bool) for s in seeds)
+    if "seeds" in data and not (ints and seeds):
+        raise SweepError(f"seeds must be a non-empty list of ints like [1, 2, 3], got {seeds!r}")
+    if len(set(seeds)) < len(seeds):
+        raise SweepError(f"seeds lists a seed twice: {seeds!r}")
+
+    fixed = dict(_flatten(_section(data, "fixed")))
+    grid = dict(_flatten(_section(data, "grid")))
+    settings = _section(data, "random")
+    samples, random_seed = settings.pop("samples", 0), settings.pop("seed", 0)
+    # A table of tables is a config section; one of values is a distribution
+    distributions = dict(_flatten(settings, leaf=lambda t: not any(isinstance(v, dict) for v in t.values())))
+    where: dict[str, str] = {}  # the section that sets each key
+    for section, keys in (("fixed", fixed), ("grid", grid), ("random", distributions)):
+        for key in keys:
+            if key in RESERVED:
+                raise SweepError(f"{section}.{key}: the sweep sets {key} itself; {RESERVED[key]}")
+            if key in where:
+                raise SweepError(f"{key} is set in both {where[key]} and {section}; set it in one")
+            where[key] = section
+    for key, value in fixed.items():
+        _check_value(f"fixed.{key}", value)
+    for key, values in grid.items():
+        if not isinstance(values, list) or not values:
+            raise SweepError(f"grid.{key} must be a non-empty list of values, got {values!r}")
+        _check_value(f"grid.{key}", values)
+    if distributions and not (isinstance(samples, int) and not isinstance(samples, bool) and samples >= 1):
+        raise SweepError(f"random.samples must be the number of draws (an int >= 1), got {samples!r}")
+    if not isinstance(random_seed, int) or isinstance(random_seed, bool):
+        raise SweepError(f"random.seed must be an int (the seed of the draws), got {random_seed!r}")
+    if "random" in data and not distributions:
+        raise SweepError("random lists no distribution, such as model.dropout = { uniform = [0, 0.3] }")
+    draws = {key: _distribution(f"random.{key}", table) for key, table in distributions.items()}
+
+    rng = random.Random(random_seed)
+    # Draw sample by sample: raising `samples` keeps the samples drawn before
+    sampled = [{key: draw(rng) for key, draw in draws.items()} for _ in range(samples)] if draws else [{}]
+    crossed = [dict(zip(grid, values, strict=True)) for values in itertools.product(*grid.values())]
+    points = [{**at, **sample} for at in crossed for sample in sampled]
+
+    members: list[Member] = []
+    names: dict[str, dict[str, Any]] = {}
+    for point in points:
+        for seed in seeds:
+            overrides = {
+                **({"config": base} if base else {}),
+                **fixed,
+                **point,
+                **({"seed": seed} if seed is not None else {}),
+            }
+            # Sorted keys: reordering the sweep file renames nothing
+            digest = hashlib.sha256(json.dumps(overrides, sort_keys=True).encode()).hexdigest()[:8]
+            if digest in names:
+                raise SweepError(f"two members have the same overrides {names[digest]}; list each value once")
+            names[digest] = overrides
+            members.append(Member(len(members), digest, point, seed, overrides))
+    searched_keys = {**grid, **distributions}
+    device = fixed.get("device", base_config.get("device")) if "device" not in searched_keys else None
+    return Sweep(
+        file=path,
+        metric=metric,
+        maximize=mode == "max",
+        points=points,
+        seeds=seeds,
+        members=members,
+        sets_threads="threads" in where or "threads" in base_config,
+        device=device,
+    )
+
+
+def _read_toml(path: Path, what: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SweepError(f"{what} {path} does not exist") from None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
+        raise SweepError(f"{what} {path} is not valid TOML: {err}") from None
+
+
+def _section(data: dict[str, Any], name: str) -> dict[str, Any]:
+    table = data.get(name, {})
+    if not isinstance(table, dict):
+        raise SweepError(f"{name} must be a table ([{name}] and key = value lines), got {table!r}")
+    return dict(table)
+
+
+# config.flatten does the same for plain tables, but this one is kept for two reasons: importing
+# config imports torch (seconds in every sweep command and SLURM task, none of which trains), and
+# a [random] section needs `leaf`, since its distributions are tables that are values.
+def _flatten(
+    table: dict[str, Any], prefix: str = "", leaf: Callable[[dict[str, Any]], bool] = lambda table: False
+) -> list[tuple[str, Any]]:
+    """Nested tables as dotted keys (`[grid.optim] lr = ...` sets `optim.lr`); `leaf(table)` says
+    which tables are values themselves."""
+    items = []
+    for key, value in table.items():
+        if isinstance(value, dict) and not leaf(value):
+            items.extend(_flatten(value, f"{prefix}{key}.", leaf))
+        else:
+            items.append((f"{prefix}{key}", value))
+    return items
+
+
+def _check_value(where: str, value: Any) -> None:
+    """Only what the training command line can take: numbers, strings, booleans and lists."""
+    if isinstance(value, list):
+        for item in value:
+            _check_value(where, item)
+    elif not isinstance(value, (str, int, float)):  # bool is an int
+        raise SweepError(f"{where}: {value!r} is not a number, string, boolean or list")
+
+
+def _unknown(what: str, key: str, known: Iterable[str]) -> str:
+    close = difflib.get_close_matches(key, known, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else f" (expected one of {', '.join(known)})"
+    return f"unknown {what} {key!r}{hint}"
+
+
+def _distribution(where: str, table: Any) -> Callable[[random.Random], Any]:
+    """`{ choice = [...] }`, `{ uniform = [lo, hi] }` or `{ log_uniform = [lo, hi] }` as a function
+    of a `random.Random`. Integer bounds draw integers; other draws keep 4 significant digits, so
+    that names, logs and tables stay readable."""
+    shapes = "{ choice = [a, b, ...] }, { uniform = [lo, hi] } or { log_uniform = [lo, hi] }"
+    if not isinstance(table, dict):
+        raise SweepError(f"{where} must be a distribution: {shapes}, got {table!r}")
+    for key in table:
+        if key not in DISTRIBUTIONS:
+            raise SweepError(f"{where}: {_unknown('distribution', key, DISTRIBUTIONS)}")
+    if len(table) != 1:
+        raise SweepError(f"{where} must be one distribution, got {', '.join(table)}")
+    ((kind, args),) = table.items()
+    if kind == "choice":
+        if not isinstance(args, list) or not args:
+            raise SweepError(f"{where}.choice must be a non-empty list of values, got {args!r}")
+        _check_value(f"{where}.choice", args)
+        return lambda rng: rng.choice(args)
+    if not (isinstance(args, list) and len(args) == 2 and all(map(is_number, args)) and args[0] < args[1]):
+        raise SweepError(f"{where}.{kind} must be [lo, hi], two numbers with lo < hi, got {args!r}")
+    lo, hi = args
+    if kind == "log_uniform" and lo <= 0:
+        raise SweepError(f"{where}.log_uniform needs lo > 0, got {args!r}")
+    integers = isinstance(lo, int) and isinstance(hi, int)
+    if kind == "uniform" and integers:
+        return lambda rng: rng.randint(lo, hi)
+    if kind == "uniform":
+        return lambda rng: float(f"{rng.uniform(lo, hi):.4g}")
+    if integers:
+        return lambda rng: round(math.exp(rng.uniform(math.log(lo), math.log(hi))))
+    return lambda rng: float(f"{math.exp(rng.uniform(math.log(lo), math.log(hi))):.4g}")
+
+
+def is_number(value: Any) -> bool:
+    """An int or a float, but not a bool (which Python counts as an int)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def value_text(value: Any) -> str:
+    """A value as the training command line parses it: strings as they are, the rest as JSON."""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def as_override(key: str, value: Any) -> str:
+    """`key=value`, as a member's command line sets it."""
+    return f"{key}={value_text(value)}"
+
+
+def searched(member: Member) -> dict[str, Any]:
+    """What sets a member apart from the others: its point and its seed."""
+    return {**member.point, **({"seed": member.seed} if member.seed is not None else {})}
+
+
+def describe(member: Member) -> str:
+    """A member's point and seed, as a command line sets them."""
+    return " ".join(as_override(key, value) for key, value in searched(member).items()) or "(the base config)"
