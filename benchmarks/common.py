@@ -478,6 +478,22 @@ def import_project(spec: dict[str, Any]) -> SimpleNamespace:
     return SimpleNamespace(**{n: importlib.import_module(f"{package}.{n}") for n in names})
 
 
+def timed_run_args(spec: dict[str, Any], clock: StepClock, batch: int) -> list[str]:
+    """Overrides for a timed run of the generated loop on `spec`'s images: batches of `batch`,
+    no DataLoader workers, one thread, one epoch of just the steps the clock needs, in a run
+    directory of its own."""
+    return [
+        f"data.source={spec['images']}",
+        f"data.batch_size={batch}",
+        "data.num_workers=0",
+        "threads=1",
+        "epochs=1",
+        f"max_steps={clock.steps_needed}",
+        f"runs_dir={Path(spec['work']) / 'runs'}",
+        f"run_name={spec['contender']}-{Path(spec['out']).stem}",
+    ]
+
+
 def run_generated(project: SimpleNamespace, args: list[str], clock: StepClock) -> None:
     """The generated `train` end to end (`main`, as the console script runs it), timed per step."""
     train: ModuleType = project.train

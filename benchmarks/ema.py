@@ -79,14 +79,7 @@ def measure(spec: dict[str, Any]) -> dict[str, float]:
     clock = common.StepClock(spec["warmup"], spec["window"])
     model, ema = spec["contender"].split("-")
     args = [
-        f"data.source={spec['images']}",
-        f"data.batch_size={BATCH}",
-        "data.num_workers=0",
-        "threads=1",
-        "epochs=1",
-        f"max_steps={clock.steps_needed}",
-        f"runs_dir={Path(spec['work']) / 'runs'}",
-        f"run_name={spec['contender']}-{Path(spec['out']).stem}",
+        *common.timed_run_args(spec, clock, BATCH),
         f"ema_decay={0.999 if ema == 'ema' else 0.0}",
     ]
     built = {}

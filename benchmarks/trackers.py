@@ -186,14 +186,7 @@ def measure(spec: dict[str, Any]) -> dict[str, float]:
     state, interval = spec["contender"].split("-")
     calls = timed_tracker(spec["package"]) if state == "on" else {}
     args = [
-        f"data.source={spec['images']}",
-        f"data.batch_size={BATCH}",
-        "data.num_workers=0",
-        "threads=1",
-        "epochs=1",
-        f"max_steps={clock.steps_needed}",
-        f"runs_dir={Path(spec['work']) / 'runs'}",
-        f"run_name={spec['contender']}-{Path(spec['out']).stem}",
+        *common.timed_run_args(spec, clock, BATCH),
         f"log_interval={interval}",
         f"tracker={'true' if state == 'on' else 'false'}",
     ]
