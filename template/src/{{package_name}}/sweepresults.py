@@ -14,13 +14,12 @@ import importlib.util
 import io
 import json
 import math
-import os
 import statistics
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .files import write_whole
 from .metrics import read_metrics
 from .sweepfile import Member, Sweep, SweepError, is_number, value_text
 
@@ -177,15 +176,3 @@ def write_tables(sweep: Sweep, sweep_dir: Path, rows: list[Row], keys: list[str]
 def write_plot(sweep: Sweep, sweep_dir: Path, rows: list[Row], keys: list[str]) -> None:
     """results.png in the sweep dir (needs matplotlib: see why_no_plot)."""
     write_whole(sweep_dir / "results.png", results_png(sweep, rows, keys))
-
-
-def write_whole(path: Path, data: bytes) -> None:
-    """Readers see the old file or the new one, whole, even if the writer is killed (or another
-    writer, such as a SLURM task finishing at the same time, writes the same file)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
