@@ -6,25 +6,41 @@ that address from this repository, and `git-remote-ptscaffold` serves it to plai
 repository keeps every version this machine has run, plus every earlier release from
 `_releases.bundle` (see `_history.py`), so a newer ptscaffold can still render the version an
 older project was made with.
+
+Nothing in the cache is trusted for what it says; it is checked on every use:
+
+- the cache folder and everything in the repository must belong to the user and be writable
+  by nobody else, and hold no symbolic link (ptscaffold writes there, and runs git there);
+- the repository's `config` and `HEAD` are exactly what ptscaffold writes (anything else
+  there is rewritten), every git run on it switches hooks and fsmonitor off (GIT_CONFIG_*,
+  which wins over any file), and the template is hashed with no work tree or filter, so no
+  configuration in the cache runs a command;
+- the release tags are those of the installed `_releases.bundle`, and the tag of the
+  installed version is the commit its template files make (the same files always make the
+  same commit); a tag that differs is restored before anything renders, and any other ref is
+  dropped, except the tags of versions that no installed file knows (a development build, or
+  an install without the bundle), which this machine made and a project may still record.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import os
+import stat
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from . import _template
+from ._copier import safe_git_env
 from ._template import GIT_URL, LEGACY_URLS, TEMPLATE_PATHS
+from .errors import PtscaffoldError
 
 CACHE_ENV_VAR = "PTSCAFFOLD_CACHE_DIR"
 
-# Fixed identity and dates: the same template tree always gives the same commit.
+# Fixed identity and dates: the same template tree always gives the same commit. A new
+# repository uses SHA-1 and files (the releases bundle does) whatever the user's defaults.
 _GIT_ENV = {
     "GIT_AUTHOR_NAME": "ptscaffold",
     "GIT_AUTHOR_EMAIL": "ptscaffold@localhost",
@@ -33,8 +49,38 @@ _GIT_ENV = {
     "GIT_AUTHOR_DATE": "2000-01-01T00:00:00+0000",
     "GIT_COMMITTER_DATE": "2000-01-01T00:00:00+0000",
     "GIT_TERMINAL_PROMPT": "0",
+    "GIT_DEFAULT_HASH": "sha1",
+    "GIT_DEFAULT_REF_FORMAT": "files",
+}
+# Beyond the hooks and fsmonitor that every git of ptscaffold's switches off: no replacement
+# object stands in for a release, and no garbage collection starts in the background.
+_CACHE_GIT_CONFIG = (
+    ("core.useReplaceRefs", "false"),
+    ("gc.auto", "0"),
+    ("maintenance.auto", "false"),
+)
+# The repository of the calling git (`git rev-parse --local-env-vars`): git runs a remote
+# helper with GIT_DIR set, and none of these may point the cache's git elsewhere.
+_REPOSITORY_VARS = frozenset(
+    {
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS",
+        "GIT_CONFIG_COUNT", "GIT_OBJECT_DIRECTORY", "GIT_DIR", "GIT_WORK_TREE",
+        "GIT_IMPLICIT_WORK_TREE", "GIT_GRAFT_FILE", "GIT_INDEX_FILE", "GIT_NO_REPLACE_OBJECTS",
+        "GIT_REPLACE_REF_BASE", "GIT_PREFIX", "GIT_INTERNAL_SUPER_PREFIX", "GIT_SHALLOW_FILE",
+        "GIT_COMMON_DIR",
+    }
+)  # fmt: skip
+_MAIN = "refs/heads/main"
+# The repository's own files, as `git init --bare` writes them: no include, remote, filter or
+# command of any kind.
+_OWN_FILES = {
+    "config": "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = true\n",
+    "HEAD": f"ref: {_MAIN}\n",
 }
 _SKIP = {"__pycache__", ".DS_Store"}
+_POSIX = hasattr(os, "geteuid")
+# Files git writes in the cache are the user's alone, whatever the user's umask.
+_UMASK = 0o077 if _POSIX else -1
 
 
 def cache_dir() -> Path:
@@ -50,152 +96,279 @@ def repo_path() -> Path:
     return cache_dir() / "template.git"
 
 
-def _git(*args: str, env: dict[str, str] | None = None, check: bool = True) -> str:
-    full_env = {**os.environ, **_GIT_ENV, **(env or {})}
+def _config_entries(base: Mapping[str, str], items: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """GIT_CONFIG_* variables adding `items` after those already in `base`."""
+    first = int(base.get("GIT_CONFIG_COUNT", "0") or 0)
+    env = {}
+    for offset, (key, value) in enumerate(items):
+        env[f"GIT_CONFIG_KEY_{first + offset}"] = key
+        env[f"GIT_CONFIG_VALUE_{first + offset}"] = value
+    env["GIT_CONFIG_COUNT"] = str(first + len(env) // 2)
+    return env
+
+
+def git_env() -> dict[str, str]:
+    """The environment of every git run on the cache (the remote helper's upload-pack too)."""
+    env = {k: v for k, v in os.environ.items() if k not in _REPOSITORY_VARS}
+    env.update(safe_git_env(env))
+    env.update(_config_entries(env, _CACHE_GIT_CONFIG))
+    return env
+
+
+def _git(
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    input: str | None = None,
+    check: bool = True,
+) -> str:
     proc = subprocess.run(
         ["git", "--git-dir", str(repo_path()), *args],
-        env=full_env,
+        env={**git_env(), **_GIT_ENV, **(env or {})},
+        input=input,
         capture_output=True,
         text=True,
+        umask=_UMASK,
     )
     if check and proc.returncode != 0:
         detail = (proc.stderr or proc.stdout).strip().splitlines()
-        raise RuntimeError(f"git {args[0]} failed in {repo_path()}: {detail[-1] if detail else ''}")
+        raise PtscaffoldError(
+            f"git {args[0]} failed in {repo_path()}: {detail[-1] if detail else ''}"
+        )
     return proc.stdout.strip()
+
+
+# --- the cache is the user's alone -------------------------------------------------------------
+
+
+def _refuse_unless_private(path: Path, st: os.stat_result) -> None:
+    """Refuse what someone else could have written: ptscaffold runs git on it."""
+    if stat.S_ISLNK(st.st_mode):
+        raise PtscaffoldError(
+            f"the template cache holds a symbolic link, {path}; ptscaffold never follows one "
+            f"there: remove {cache_dir()} (ptscaffold rebuilds it)"
+        )
+    if not _POSIX:
+        return
+    if st.st_uid != os.geteuid():
+        raise PtscaffoldError(
+            f"the template cache {path} belongs to another user (uid {st.st_uid}); git runs "
+            f"in it, so it must be yours: set {CACHE_ENV_VAR} to a folder of your own"
+        )
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise PtscaffoldError(
+            f"the template cache {path} is writable by other users "
+            f"(mode {stat.S_IMODE(st.st_mode):o}), who could plant commands in it: remove "
+            f"{cache_dir()} (ptscaffold rebuilds it) or make it yours alone (chmod -R go-w)"
+        )
+
+
+def _private_cache_dir() -> Path:
+    """The cache folder, made (for the user alone) where missing."""
+    path = cache_dir()
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _refuse_unless_private(path, path.stat())  # the folder named may be a link: it was chosen
+    return path
+
+
+def _refuse_foreign_files(repo: Path) -> None:
+    """Everything in the repository must be the user's alone (it is hooks, config, refs)."""
+    try:
+        _refuse_unless_private(repo, os.lstat(repo))
+    except FileNotFoundError:
+        return
+    for dirpath, dirnames, filenames in os.walk(repo):
+        for name in (*dirnames, *filenames):
+            path = Path(dirpath, name)
+            _refuse_unless_private(path, os.lstat(path))
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Replace `path` as a whole: a link there would be replaced, never written through."""
+    fd, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(partial, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(partial)
+        raise
 
 
 @contextlib.contextmanager
 def _locked() -> Iterator[None]:
-    """Serialise processes sharing one cache (pytest-xdist, two terminals)."""
-    path = cache_dir()
-    path.mkdir(parents=True, exist_ok=True)
-    with open(path / "lock", "a+") as fh:
-        try:
-            import fcntl
-        except ImportError:  # Windows: no lock, races are unlikely for a person
-            yield
-            return
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
-def _fingerprint(root: Path) -> str:
-    """Cheap identity of the template files (paths, sizes, mtimes): no git call when unchanged."""
-    digest = hashlib.sha256(str(root).encode())
-    for top in TEMPLATE_PATHS:
-        base = root / top
-        if base.is_file():
-            entries = [base]
-        else:
-            entries = []
-            for dirpath, dirnames, filenames in os.walk(base):
-                dirnames[:] = sorted(d for d in dirnames if d not in _SKIP)
-                entries += [Path(dirpath, f) for f in sorted(filenames) if f not in _SKIP]
-        for entry in entries:
-            if entry.suffix in (".pyc", ".pyo"):
-                continue
-            st = entry.stat()
-            digest.update(f"{entry.relative_to(root)}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
-    return digest.hexdigest()
-
-
-def _stamp_path() -> Path:
-    return cache_dir() / "stamps.json"
-
-
-def _read_stamps() -> dict[str, str]:
+    """Serialise processes sharing one cache (pytest-xdist, two terminals). The lock is on the
+    cache folder itself: it writes nothing there."""
+    path = _private_cache_dir()
     try:
-        return json.loads(_stamp_path().read_text())
-    except (OSError, ValueError):
-        return {}
+        import fcntl
+    except ImportError:  # Windows: no lock, races are unlikely for a person
+        yield
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # and with it the lock
+
+
+# --- the template as a commit ------------------------------------------------------------------
+
+
+def _template_files(root: Path) -> list[str]:
+    """The template's files at `root` (relative, with `/`), without caches and bytecode."""
+    found = []
+    for top in TEMPLATE_PATHS:
+        if (root / top).is_file():
+            found.append(top)
+            continue
+        for dirpath, dirnames, filenames in os.walk(root / top):
+            dirnames[:] = sorted(d for d in dirnames if d not in _SKIP)
+            found += [
+                Path(dirpath, name).relative_to(root).as_posix()
+                for name in sorted(filenames)
+                if name not in _SKIP and not name.endswith((".pyc", ".pyo"))
+            ]
+    return found
 
 
 def _write_tree(root: Path) -> str:
-    """Hash the template files at `root` into the cache repo; return the tree id."""
+    """Store the template files at `root` in the cache repo; return the tree id.
+
+    The files are hashed as they are (`--no-filters`, no work tree): no attribute selects a
+    filter and no fsmonitor is asked, so nothing configured anywhere runs, and one template
+    always gives one tree.
+    """
+    files = _template_files(root)
+    listing = "".join(f"{root / name}\n" for name in files)
+    blobs = _git("hash-object", "-w", "--no-filters", "--stdin-paths", input=listing).split()
+    entries = "".join(
+        f"{_mode(root / name)} {blob}\t{name}\0" for name, blob in zip(files, blobs, strict=True)
+    )
     with tempfile.TemporaryDirectory() as tmp:
-        env = {"GIT_INDEX_FILE": str(Path(tmp) / "index"), "GIT_WORK_TREE": str(root)}
-        present = [p for p in TEMPLATE_PATHS if (root / p).exists()]
-        # -f: the template's own .gitignore (if any) must not hide template files.
-        _git(
-            "add", "-f", "-A", "--", *present,
-            ":(exclude,glob)**/__pycache__/**", ":(exclude,glob)**/*.py[co]",
-            ":(exclude,glob)**/.DS_Store",
-            env=env,
-        )  # fmt: skip
+        env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+        _git("update-index", "-z", "--index-info", input=entries, env=env)
         return _git("write-tree", env=env)
 
 
-def _import_history(bundle: Path) -> None:
-    """Fetch tags of earlier releases from the wheel's bundle, never replacing local ones."""
-    heads = _git("bundle", "list-heads", str(bundle)).splitlines()
-    wanted = []
-    for line in heads:
-        _sha, _, ref = line.partition(" ")
-        if ref.startswith("refs/tags/") and not _git("tag", "-l", ref[10:]):
-            wanted.append(f"{ref}:{ref}")
-    if wanted:
-        _git("fetch", "--quiet", "--no-tags", str(bundle), *wanted)
+def _mode(path: Path) -> str:
+    return "100755" if path.stat().st_mode & stat.S_IXUSR else "100644"
+
+
+def _version_commit(root: Path, version: str) -> str:
+    """The commit of the template at `root` as version `version` (stored in the cache repo)."""
+    return _git("commit-tree", _write_tree(root), "-m", f"ptscaffold template {version}")
 
 
 def _init_repo() -> Path:
+    """The cache repository, made where missing, with ptscaffold's own config and HEAD."""
     repo = repo_path()
     if not (repo / "HEAD").is_file():
-        repo.parent.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            ["git", "init", "--quiet", "--bare", str(repo)],
-            check=True,
-            capture_output=True,
-            env={**os.environ, **_GIT_ENV},
-        )
-        _git("symbolic-ref", "HEAD", "refs/heads/main")
+        repo.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        # --template=: none of the hooks or other files of the user's git templates
+        _git("init", "--quiet", "--bare", "--template=")
+    for name, text in _OWN_FILES.items():
+        path = repo / name
+        if not path.is_file() or path.read_text(encoding="utf-8", errors="replace") != text:
+            _write_atomically(path, text)
     return repo
+
+
+def _refs() -> dict[str, str]:
+    """Every ref of the cache repository and the object it names (not peeled)."""
+    listed = _git("for-each-ref", "--format=%(objectname) %(refname)")
+    return {ref: sha for sha, _, ref in (line.partition(" ") for line in listed.splitlines())}
 
 
 def commit_version(root: Path, version: str) -> bool:
     """Tag the template tree at `root` as `v<version>`; False when the tag already had it."""
-    tag = f"v{version}"
-    tree = _write_tree(root)
-    current = _git("rev-parse", "--verify", "--quiet", f"refs/tags/{tag}^{{tree}}", check=False)
-    if current == tree:
+    tag, commit = f"refs/tags/v{version}", _version_commit(root, version)
+    if _refs().get(tag) == commit:
         return False
-    commit = _git("commit-tree", tree, "-m", f"ptscaffold template {version}")
-    _git("tag", "-f", tag, commit)
-    _git("update-ref", "refs/heads/main", commit)
+    _update_refs([f"update {tag} {commit}", f"update {_MAIN} {commit}"])
     return True
 
 
+def _update_refs(commands: list[str]) -> None:
+    """Apply `update-ref --stdin` commands, to the refs themselves (never through a symref)."""
+    if commands:
+        _git("update-ref", "--no-deref", "--stdin", input="".join(f"{c}\n" for c in commands))
+
+
+# --- the releases, as the installed ptscaffold has them ----------------------------------------
+
+
+def _bundle_tags(bundle: Path | None) -> dict[str, str]:
+    if bundle is None:
+        return {}
+    heads = _git("bundle", "list-heads", str(bundle))
+    pairs = (line.partition(" ") for line in heads.splitlines())
+    return {ref: sha for sha, _, ref in pairs if ref.startswith("refs/tags/")}
+
+
+def _is_version_tag(ref: str) -> bool:
+    from packaging.version import InvalidVersion, Version
+
+    if not ref.startswith("refs/tags/v"):
+        return False
+    try:
+        Version(ref.removeprefix("refs/tags/v"))
+    except InvalidVersion:
+        return False
+    return True
+
+
+def _restore_releases(root: Path, version: str, bundle: Path | None) -> None:
+    """Make the refs exactly what the installed ptscaffold says they are.
+
+    The bundle's tags are fetched again where they differ (a rewritten tag, say), the installed
+    version's tag and main are set to the commit its files make, and any other ref (a branch,
+    a ref shadowing a tag, a replacement object) is dropped.
+    """
+    released = _bundle_tags(bundle)
+    installed = _version_commit(root, version)
+    expected = {**released, f"refs/tags/v{version}": installed, _MAIN: installed}
+    current = _refs()
+    wrong = {ref for ref, sha in expected.items() if current.get(ref) != sha}
+    fetch = sorted(ref for ref in wrong if released.get(ref) == expected[ref])
+    if fetch:
+        _git("fetch", "--quiet", "--no-tags", str(bundle), *(f"+{ref}:{ref}" for ref in fetch))
+    commands = [f"update {ref} {expected[ref]}" for ref in sorted(wrong) if ref not in fetch]
+    # A version tag that no installed file knows stays: this machine made it from an earlier
+    # install (a development build, or one without the bundle), and a project may record it.
+    commands += [
+        f"delete {ref}"
+        for ref in sorted(current)
+        if ref not in expected and not _is_version_tag(ref)
+    ]
+    if not (fetch or commands):
+        return
+    _update_refs(commands)
+    current = _refs()
+    still = sorted(ref for ref, sha in expected.items() if current.get(ref) != sha)
+    if still:
+        raise PtscaffoldError(
+            f"the template cache {repo_path()} cannot be restored to the releases of the "
+            f"installed ptscaffold ({', '.join(still)}): remove {cache_dir()} (it is rebuilt)"
+        )
+
+
 def ensure_repo(root: Path | None = None, version: str | None = None) -> Path:
-    """Make sure the cache repo holds tag `v<version>` with the tree at `root`. Idempotent.
+    """Make the cache repo hold tag `v<version>` with the tree at `root` and every release of
+    the installed bundle, exactly as the installed ptscaffold has them; checked, and restored
+    where they differ, on every call. A cache that someone else could have written is refused.
 
     If the tag exists with another tree (a development build changed the template without a
     version bump), the tag moves to the current tree.
     """
     root = root or _template.template_root()
     version = version or _template.template_version(root)
-    repo = repo_path()
-    bundle = _template.history_bundle()
-    key = f"v{version} {_fingerprint(root)} {_fingerprint_bundle(bundle)}"
     with _locked():
-        stamps = _read_stamps()
-        if stamps.get(str(repo)) == key and (repo / "refs").is_dir():
-            return repo
-        _init_repo()
-        if bundle is not None:
-            _import_history(bundle)
-        commit_version(root, version)
-        stamps[str(repo)] = key
-        _stamp_path().write_text(json.dumps(stamps))
+        _refuse_foreign_files(repo_path())
+        repo = _init_repo()
+        _restore_releases(root, version, _template.history_bundle())
     return repo
-
-
-def _fingerprint_bundle(bundle: Path | None) -> str:
-    if bundle is None:
-        return "-"
-    st = bundle.stat()
-    return f"{st.st_size}:{st.st_mtime_ns}"
 
 
 def has_tag(tag: str) -> bool:
@@ -205,13 +378,11 @@ def has_tag(tag: str) -> bool:
 def redirect_env(repo: Path) -> dict[str, str]:
     """Environment that makes git read the template's addresses (today's and 0.1.0's) from
     `repo`; other GIT_CONFIG_* entries are kept."""
-    count = int(os.environ.get("GIT_CONFIG_COUNT", "0") or 0)
-    env = {"GIT_TERMINAL_PROMPT": "0"}
-    for i, url in enumerate((GIT_URL, *LEGACY_URLS), start=count):
-        env[f"GIT_CONFIG_KEY_{i}"] = f"url.{repo}.insteadOf"
-        env[f"GIT_CONFIG_VALUE_{i}"] = url
-    env["GIT_CONFIG_COUNT"] = str(count + 1 + len(LEGACY_URLS))
-    return env
+    urls = (GIT_URL, *LEGACY_URLS)
+    return {
+        "GIT_TERMINAL_PROMPT": "0",
+        **_config_entries(os.environ, ((f"url.{repo}.insteadOf", url) for url in urls)),
+    }
 
 
 @contextlib.contextmanager
@@ -219,21 +390,23 @@ def redirected(repo: Path) -> Iterator[None]:
     """Run copier with the template's addresses served from `repo`.
 
     Copier runs git through plumbum, which snapshots os.environ at import, so the variables
-    go through `plumbum.local.env`. Copier keeps its own mirror of the URL; it lives in our
-    cache (COPIER_CACHE_DIR is read from os.environ) unless the user chose another place.
+    go through `plumbum.local.env`. Copier clones the URL into a mirror of its own
+    (COPIER_CACHE_DIR, read from os.environ); a mirror kept from run to run would be a second
+    copy of the releases that nothing checks, so every run gets a new one, cloned from `repo`.
     """
     from plumbum import local
 
-    env = redirect_env(repo)
     saved = os.environ.get("COPIER_CACHE_DIR")
-    if saved is None:
-        os.environ["COPIER_CACHE_DIR"] = str(cache_dir() / "copier-mirrors")
-    try:
-        with local.env(**env), _locked():
-            yield
-    finally:
-        if saved is None:
-            os.environ.pop("COPIER_CACHE_DIR", None)
+    with tempfile.TemporaryDirectory(prefix="ptscaffold-", ignore_cleanup_errors=True) as tmp:
+        os.environ["COPIER_CACHE_DIR"] = tmp
+        try:
+            with local.env(**redirect_env(repo)), _locked():
+                yield
+        finally:
+            if saved is None:
+                os.environ.pop("COPIER_CACHE_DIR", None)
+            else:
+                os.environ["COPIER_CACHE_DIR"] = saved
 
 
 def versions() -> list[str]:

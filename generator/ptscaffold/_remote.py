@@ -3,9 +3,10 @@
 Projects made from the bundled template record `_src_path: git+ptscaffold://template`. Copier
 hands git `ptscaffold://template`, and git runs the helper of that scheme, this console script
 (installed with ptscaffold, like git's own `git-remote-https`). It makes sure the store holds
-the installed template and every earlier release, then connects git straight to it: git's own
-upload-pack serves clones, fetches and tag listings, with no network and no machine path in
-the project's answers file.
+the installed template and every earlier release, as the installed ptscaffold has them (see
+`_cache.py`), then connects git straight to it: git's own upload-pack serves clones, fetches
+and tag listings, with no network and no machine path in the project's answers file. The
+upload-pack runs in the cache's own git environment, like every git ptscaffold runs there.
 
 The protocol (`gitremote-helpers`): git writes `capabilities`, the helper answers `connect`;
 git writes `connect git-upload-pack`, the helper answers with an empty line and from then on
@@ -19,6 +20,7 @@ import sys
 
 from . import _cache
 from ._template import GIT_URL
+from .errors import PtscaffoldError
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -28,7 +30,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"git-remote-ptscaffold: unknown address {url!r}; it serves {GIT_URL} only")
     try:
         repo = _cache.ensure_repo()
-    except (OSError, RuntimeError) as exc:
+    except (OSError, PtscaffoldError) as exc:
         sys.exit(f"git-remote-ptscaffold: cannot prepare the template store: {exc}")
     out = sys.stdout.buffer
     for line in sys.stdin.buffer:
@@ -42,7 +44,9 @@ def main(argv: list[str] | None = None) -> None:
                 sys.exit(f"git-remote-ptscaffold: {service} is not served ({GIT_URL} is read-only)")
             out.write(b"\n")
             out.flush()
-            os.execvp("git", ["git", "upload-pack", str(repo)])
+            # --strict: the folder itself, never a `.git` found inside it
+            upload_pack = ["git", "upload-pack", "--strict", str(repo)]
+            os.execvpe("git", upload_pack, _cache.git_env())
         elif not command:
             return
         else:
