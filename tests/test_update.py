@@ -306,7 +306,9 @@ def test_refuses_a_project_from_a_newer_ptscaffold(project):
     _refused(project, needle="newer than the installed")
 
 
-def test_refuses_a_version_not_available_offline(project):
+def test_refuses_a_version_not_available_offline(project, tmp_path, monkeypatch):
+    # A cache of its own: another test of this process may have tagged v0.0.1 in the shared one
+    monkeypatch.setenv("PTSCAFFOLD_CACHE_DIR", str(tmp_path / "own-cache"))
     _rewrite_answers(project, _commit="v0.0.1")
     _refused(project, needle="not available offline")
 
@@ -491,7 +493,7 @@ def test_interrupted_update_leaves_the_project_exactly_as_before(
 
 # A failing git call inside the project is often one copier tolerates; a file it cannot write
 # is not.
-FAILURES = [("git", 10), ("render", 60), ("render", 100), ("render", 140)]
+FAILURES = [("git", 8), ("render", 60), ("render", 100), ("render", 140)]
 
 
 @pytest.mark.parametrize(("where", "n"), FAILURES, ids=[f"{w}-{n}" for w, n in FAILURES])
