@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import ptscaffold
@@ -445,28 +447,81 @@ def _ptscaffold(*args: str) -> subprocess.Popen[str]:
     )
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="the folder lock is POSIX flock")
-def test_a_new_into_a_folder_another_new_is_filling_fails_at_once_nothing_merged(tmp_path):
-    """The test holds the folder's lock as a `new` still rendering into it does: two real runs
-    started together overlap only when the machine is slow enough, so they cannot test this."""
-    import fcntl
+# Round by round, how much later the second of two racing `new` starts, and whether they make
+# a git repository. 0.2.0 had both succeed in most rounds without git (the second one waited
+# for the template cache while the first one rendered, then found its project in place), and
+# in some with git (the first one's commit gave the second one more time).
+RACE_ROUNDS = ((0, False), (0, True), (0.05, False), (0, True), (0, False), (0.1, True))
 
-    dest = tmp_path / "proj"
-    dest.mkdir()
-    fd = os.open(dest, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        proc = _ptscaffold("new", str(dest), "--defaults")
-        _, err = proc.communicate(timeout=300)
-    finally:
-        os.close(fd)
-    assert proc.returncode == 1, err
-    assert len(err.strip().splitlines()) == 1 and err.startswith("error: another ptscaffold"), err
-    assert list(dest.iterdir()) == []
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["home", "proj"]
-    # once the lock is released, the same command fills the folder
-    assert _ptscaffold("new", str(dest), "--defaults", "--no-git", "-q").wait(timeout=300) == 0
-    assert (dest / ".copier-answers.yml").is_file()
+
+@pytest.mark.skipif(sys.platform == "win32", reason="the folder lock is POSIX flock")
+def test_two_new_into_one_new_folder_at_once_exactly_one_succeeds(tmp_path):
+    for round_, (delay, with_git) in enumerate(RACE_ROUNDS):
+        parent = tmp_path / f"round-{round_}"
+        parent.mkdir()
+        dest = parent / "proj"
+        command = ("new", str(dest), "--defaults", *(() if with_git else ("--no-git",)))
+        racing = [_ptscaffold(*command)]
+        time.sleep(delay)
+        racing.append(_ptscaffold(*command))
+        errs = [proc.communicate(timeout=300)[1] for proc in racing]
+        codes = [proc.returncode for proc in racing]
+        assert sorted(codes) == [0, 1], (round_, codes, errs)
+        refused = errs[codes.index(1)]
+        assert refused.startswith("error: ") and len(refused.strip().splitlines()) == 1, refused
+        assert errs[codes.index(0)] == "", errs  # no "kept ... existing file(s)", no note
+        assert [p.name for p in parent.iterdir()] == ["proj"], "no staging folder left"
+        if with_git:
+            assert git(dest, "rev-list", "--count", "HEAD").strip() == "1"
+        else:
+            assert not (dest / ".git").exists()
+
+
+def _staging_appears(parent: Path, proc: subprocess.Popen[str]) -> Path:
+    """The staging folder `new` renders into, once it exists (the test fails if it never does)."""
+    deadline = time.monotonic() + 300
+    while proc.poll() is None and time.monotonic() < deadline:
+        found = [p for p in parent.iterdir() if p.name.startswith(".ptscaffold-")]
+        if found:
+            return found[0]
+        time.sleep(0.002)
+    pytest.fail("the command ended before its staging folder was seen")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_sigterm_during_new_cleans_up_as_ctrl_c_does(tmp_path):
+    proc = _ptscaffold("new", str(tmp_path / "proj"), "--defaults")
+    _staging_appears(tmp_path, proc)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, err
+    assert "interrupted" in err and "Traceback" not in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["home"]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_the_next_new_removes_the_staging_folder_of_a_killed_one(tmp_path):
+    proc = _ptscaffold("new", str(tmp_path / "proj"), "--defaults")
+    staging = _staging_appears(tmp_path, proc)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=120)
+    assert staging.is_dir(), "a killed process cleans up nothing"
+    # Look-alikes that must stay: a live process's staging (this one's), and a link to a
+    # folder of the user's
+    alive = tmp_path / f".ptscaffold-{os.getpid()}-alive"
+    (alive / "proj").mkdir(parents=True)
+    users = tmp_path / "users"
+    (users / "keep").mkdir(parents=True)
+    link = tmp_path / f".ptscaffold-{proc.pid}-link"
+    link.symlink_to(users, target_is_directory=True)
+
+    assert _ptscaffold("new", str(tmp_path / "next"), "--defaults", "-q").wait(timeout=300) == 0
+    assert not staging.exists()
+    assert (alive / "proj").is_dir() and link.is_symlink() and (users / "keep").is_dir()
+    assert list((tmp_path / "proj").iterdir()) == []  # the killed one's claim, empty
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["home", "proj", "next", "users", alive.name, link.name]
+    )
 
 
 @pytest.mark.parametrize("delay", [0.3, 0.5, 0.7, 1.0])

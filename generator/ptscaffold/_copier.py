@@ -4,10 +4,12 @@ one-line ptscaffold errors (recognised by their types, never by their message te
 from __future__ import annotations
 
 import contextlib
+import contextvars
+import dataclasses
 import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from copier._main import Worker
 from copier.errors import (
@@ -59,14 +61,68 @@ def safe_git() -> Iterator[None]:
         yield
 
 
+@dataclasses.dataclass(frozen=True)
+class Render:
+    """What copier is about to write at `relpath` in `root` (the folder it renders into,
+    absolute): a file's bytes, a link's target, or a folder."""
+
+    root: Path
+    relpath: Path
+    content: bytes | Path
+    mode: int | None
+    is_dir: bool
+    is_symlink: bool
+
+
+class Watcher(Protocol):
+    def before_render(self, render: Render, allowed: bool) -> bool:
+        """Called before copier writes anything; returns whether copier writes it."""
+        ...
+
+
+# The watcher of the copier run in progress (`watching`), if any.
+_WATCHER: contextvars.ContextVar[Watcher | None] = contextvars.ContextVar("watcher", default=None)
+
+
+@contextlib.contextmanager
+def watching(watcher: Watcher) -> Iterator[None]:
+    """Show `watcher` every path copier renders in the block (into every folder: copier also
+    renders into temporary ones), before it is written."""
+    token = _WATCHER.set(watcher)
+    try:
+        yield
+    finally:
+        _WATCHER.reset(token)
+
+
 class PtscaffoldWorker(Worker):
-    """copier's Worker; a failure while asking is an answer's fault (exit 2)."""
+    """copier's Worker; a failure while asking is an answer's fault (exit 2), and a watcher
+    sees every path before it is written."""
 
     def _ask(self) -> None:
         try:
             super()._ask()
         except (ValueError, InvalidTypeError) as exc:  # a bad answer typed at a prompt
             raise AnswersError(one_line(str(exc))) from exc
+
+    def _render_allowed(
+        self,
+        dst_relpath: Path,
+        is_dir: bool = False,
+        is_symlink: bool = False,
+        expected_contents: bytes | Path = b"",
+        expected_mode: int | None = None,
+    ) -> bool:
+        # copier asks this before it writes each file, link and folder
+        allowed = super()._render_allowed(
+            dst_relpath, is_dir, is_symlink, expected_contents, expected_mode
+        )
+        watcher = _WATCHER.get()
+        if watcher is None:
+            return allowed
+        root = Path(os.path.abspath(self.subproject.local_abspath))
+        render = Render(root, dst_relpath, expected_contents, expected_mode, is_dir, is_symlink)
+        return watcher.before_render(render, allowed)
 
 
 def one_line(text: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -12,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from . import _answers, _cache, _template
+from . import _answers, _cache, _interrupts, _locks, _planted, _template
 from ._copier import NO_TTY, render_message, translate_errors
 from ._questions import Questionnaire
 from .errors import AnswersError, DestinationError, PtscaffoldError, UsageError
@@ -144,21 +145,6 @@ def _run_hook(project: Path) -> None:
         raise PtscaffoldError(f"{exc} (use --no-git to skip git)") from exc
 
 
-def _refuse_planted_git(rendered: Path, src: str) -> None:
-    """An untrusted template must not leave a git repository (or a `.git` file pointing to
-    one): its config, hooks and filters would run on the user's next git command."""
-    for dirpath, dirnames, filenames in os.walk(rendered):
-        for name in (*dirnames, *filenames):
-            if name.lower() == ".git":
-                where = Path(dirpath, name).relative_to(rendered)
-                raise PtscaffoldError(
-                    f"template {src} renders {where}: a git repository from a template can "
-                    "run its commands (hooks, fsmonitor, filters) on the next git command, so "
-                    "an untrusted template may not plant one; nothing was written (pass "
-                    "--trust if you trust the template)"
-                )
-
-
 def _merge_into(rendered: Path, dest: Path) -> list[Path]:
     """Add the rendered files that `dest` lacks; a file already there is the user's and is kept.
 
@@ -187,34 +173,30 @@ def _kept_note(kept: list[Path]) -> str:
 
 
 @contextlib.contextmanager
-def _claimed(dest: Path) -> Iterator[bool]:
-    """Hold `dest` (created empty here if missing) for this process alone; yields whether
-    this process created it.
+def _claimed(dest: Path, force: bool) -> Iterator[tuple[bool, bool]]:
+    """Hold `dest` (created empty here if missing) for this process alone; yields whether this
+    process created it, and whether it holds files (which stay: `force`).
 
-    A second `new` into the same folder at the same time fails at once instead of mixing
-    its files into the first one's. The lock is on the folder itself: nothing is left behind.
+    Of two `new` into the same folder at the same time, one holds it and the other fails at
+    once, before writing anything. What the folder holds is read once it is held: the other
+    one may have filled it (moved its project into place) since this one started.
     """
     made = False
     with contextlib.suppress(FileExistsError):
         dest.mkdir()
         made = True
-    try:
-        import fcntl
-    except ImportError:  # Windows: the final rename still refuses a folder filled meanwhile
-        yield made
-        return
-    fd = os.open(dest, os.O_RDONLY)
-    try:
+    with contextlib.ExitStack() as stack:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            stack.enter_context(_locks.held(dest))
         except BlockingIOError:
             raise DestinationError(
                 f"another ptscaffold is creating a project in {dest} right now; "
                 "wait for it to finish, or choose another destination"
             ) from None
-        yield made
-    finally:
-        os.close(fd)
+        except OSError as exc:  # removed meanwhile, by the `new` that had made it
+            raise DestinationError(f"cannot create {dest}: {exc.strerror}") from exc
+        _check_destination(dest, force)
+        yield made, any(dest.iterdir())
 
 
 def _move_into_place(rendered: Path, dest: Path) -> None:
@@ -230,6 +212,54 @@ def _move_into_place(rendered: Path, dest: Path) -> None:
         raise PtscaffoldError(f"cannot move the project into {dest}: {exc.strerror}") from exc
 
 
+# Staging folders: `.ptscaffold-<pid>-<random>` beside the destination, short so that they fit
+# wherever the destination fits. The pid tells a folder whose process is gone.
+STAGING_PREFIX = ".ptscaffold-"
+_STAGING_NAME = re.compile(r"\.ptscaffold-(?P<pid>\d+)-[a-z0-9_]+")
+
+
+def _make_staging(parent: Path) -> Path:
+    return Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=parent))
+
+
+def _is_running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # signal 0: is there such a process (sends nothing)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's
+        return True
+    return True
+
+
+def _remove_dead_stagings(parent: Path) -> None:
+    """Remove the staging folders in `parent` of `new` runs that were killed (SIGKILL, a
+    crash): only folders of that name (never a link), and only when their process is gone."""
+    if os.name != "posix":  # elsewhere os.kill(pid, 0) would end the process
+        return
+    with os.scandir(parent) as entries:
+        for entry in entries:
+            found = _STAGING_NAME.fullmatch(entry.name)
+            dead = found is not None and not _is_running(int(found["pid"]))
+            if dead and entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+
+
+def _remove_made_folders(dest: Path, made_dest: bool, created_parent: Path | None) -> None:
+    """Remove the folders this `new` made (`dest` if it did, and those above it up to
+    `created_parent`) while they are empty: another `new` may be using them."""
+    made = [dest] if made_dest else []
+    if created_parent is not None:  # an ancestor of `dest`
+        made += [dest.parent, *dest.parent.parents]
+        made = made[: made.index(created_parent) + 1]
+    for folder in made:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+
+
+@_interrupts.interruptible()
 def new(
     dest: str | os.PathLike[str],
     *,
@@ -246,8 +276,10 @@ def new(
 
     Answers come from `data_file`, then `data` (which wins), then prompts, or the defaults
     with `defaults=True`. The project is rendered into a temporary folder beside `dest` and
-    moved into place at the end, so a failure or Ctrl-C leaves nothing behind. Unless
-    `git=False`, the project is a git repository with one commit.
+    moved into place at the end, so a failure, Ctrl-C, SIGTERM or SIGHUP leaves nothing behind
+    (the next `new` beside it removes what one killed outright left). Of two `new` into one
+    folder at once, one fails at once. Unless `git=False`, the project is a git repository
+    with one commit.
 
     Raises PtscaffoldError (AnswersError, DestinationError, UsageError) with a one-line message.
     """
@@ -264,7 +296,8 @@ def new(
     src, root, bundled = _source(template)
     label = "(bundled)" if bundled else src
     with translate_errors(label):
-        quest = Questionnaire(root, dest) if root is not None else None
+        # The trust decision comes first: reading the questions imports Jinja extensions.
+        quest = Questionnaire(root, dest, trusted=bundled or trust) if root is not None else None
         answers, user_defaults = _prepare_answers(quest, raw, defaults, dest.name)
 
     if bundled:
@@ -276,19 +309,18 @@ def new(
         redirect, vcs_ref = contextlib.nullcontext(), None
 
     outer_repo = _enclosing_git_repo(dest)
-    into_existing = dest.is_dir() and any(dest.iterdir())
     # The first missing folder above `dest`, removed again if anything fails.
     created = dest.parent
     while not os.path.lexists(created.parent):
         created = created.parent
     created_parent = created if not os.path.lexists(created) else None
     staging: Path | None = None
-    made_dest = False
+    made_dest = done = False
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
-        with _claimed(dest) as made_dest:
-            # A short fixed name: the staging folder must fit wherever `dest` fits.
-            staging = Path(tempfile.mkdtemp(prefix=".ptscaffold-", dir=dest.parent))
+        with _claimed(dest, force) as (made_dest, into_existing):
+            _remove_dead_stagings(dest.parent)
+            staging = _make_staging(dest.parent)
             rendered = staging / dest.name
             with translate_errors(label), redirect:
                 worker = _copier.run(
@@ -303,7 +335,7 @@ def new(
                     quiet=True,
                 )
             if not (bundled or trust):
-                _refuse_planted_git(rendered, src)
+                _planted.refuse_planted(rendered, src)
             if not into_existing:
                 if git:
                     _run_hook(rendered)
@@ -317,16 +349,13 @@ def new(
                          err=True)  # fmt: skip
                 elif git:
                     _run_hook(dest)
-    except BaseException:
-        if made_dest:  # the empty folder made for this project (never a user's folder)
-            with contextlib.suppress(OSError):
-                os.rmdir(dest)
-        if created_parent is not None:
-            shutil.rmtree(created_parent, ignore_errors=True)
-        raise
+        done = True
     finally:
-        if staging is not None:
-            shutil.rmtree(staging, ignore_errors=True)
+        with _interrupts.deferred():  # a second Ctrl-C must not stop the clean-up half way
+            if staging is not None:
+                shutil.rmtree(staging, ignore_errors=True)
+            if not done:
+                _remove_made_folders(dest, made_dest, created_parent)
 
     if outer_repo is not None:
         own = "; the project has its own repository" if (dest / ".git").exists() else ""

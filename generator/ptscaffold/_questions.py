@@ -10,7 +10,9 @@ only what copier lacks:
 - a bool answer must be a boolean word (copier reads `compile=maybe` as true);
 - an answer to a question that does not apply (its `when` is false) is refused, where copier
   would render it and silently leave it out of the answers file;
-- every refusal is one `AnswersError` line naming the question.
+- every refusal is one `AnswersError` line naming the question;
+- a template nobody trusted that has Jinja extensions, tasks or migrations is refused before
+  copier's Jinja environment, which imports the extensions, exists.
 
 Cross-question rules belong in copier.yml as `validator`s, so plain `copier copy` users get
 them too; this module runs them through copier.
@@ -32,7 +34,7 @@ from copier._main import Worker
 from copier._template import Template
 from copier._types import MISSING
 from copier._user_data import AnswersMap, Question
-from copier.errors import CopierError, InvalidTypeError
+from copier.errors import CopierError, InvalidTypeError, UnsafeTemplateError
 from jinja2 import TemplateError, meta
 
 from .errors import AnswersError
@@ -98,19 +100,40 @@ class Walk:
     prompted: list[str] = field(default_factory=list)  # would be asked without --defaults
 
 
+# The copier.yml settings (`_jinja_extensions`, ...) that run code on this machine
+_UNSAFE_SETTINGS = ("jinja_extensions", "migrations", "tasks")
+
+
+def _refuse_unsafe(template: Template) -> None:
+    """Raise copier's UnsafeTemplateError when `template` has Jinja extensions, tasks or
+    migrations (its copier.yml read as copier reads it: `!include`s, copier.yaml)."""
+    used = [name for name in _UNSAFE_SETTINGS if template.config_data.get(name)]
+    if used:
+        raise UnsafeTemplateError(used)
+
+
 class Questionnaire:
     """The questions of the template at `root` (a folder holding copier.yml).
 
     `dest` is where the project goes: its name is `_folder_name`, and its answers file (if
     any) holds the answers recorded by an earlier copy, as copier reads them.
+
+    A template not `trusted` (neither bundled nor passed with --trust) that has Jinja
+    extensions, tasks or migrations is refused here, with copier's UnsafeTemplateError: copier's
+    Jinja environment, which reading the questions builds, imports the extensions (running
+    their code), and copier's own trust check comes only with a copy or an update.
     """
 
-    def __init__(self, root: str | Path, dest: str | Path | None = None) -> None:
+    def __init__(
+        self, root: str | Path, dest: str | Path | None = None, *, trusted: bool = True
+    ) -> None:
         root = Path(root)
         self._worker = _ReaderWorker(
             src_path=str(root), dst_path=Path(dest) if dest is not None else root / "project"
         )
         self.template = self._worker.template
+        if not trusted:
+            _refuse_unsafe(self.template)
         self._applies: dict[tuple[Any, ...], bool] = {}
 
     @functools.cached_property

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import stat
 import subprocess
-from collections.abc import Mapping
+import sys
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -13,20 +16,24 @@ from typing import Any, Literal
 import yaml
 from packaging.version import InvalidVersion, Version
 
-from . import _cache, _template
-from ._copier import translate_errors
+from . import _cache, _interrupts, _locks, _planted, _snapshot, _template
+from ._copier import Render, safe_git_env, translate_errors
 from ._questions import Questionnaire
 from ._snapshot import Snapshot
 from .errors import Interrupted, PtscaffoldError, UpdateRefused
 
 ANSWERS_FILE = ".copier-answers.yml"
+# The template's version of a file the user has and git does not track, written beside it
+KEPT_SUFFIX = ".ptscaffold-new"
 # Questions every version of this template asks; an answers file without them is not ours.
 _CORE_QUESTIONS = ("project_name", "package_name")
 
 
 @dataclass(frozen=True)
 class UpdateResult:
-    """What `update` did. `conflicts` lists files left with conflict markers or `.rej` files."""
+    """What `update` did. `conflicts` lists the files to resolve: those left with conflict
+    markers, `.rej` files, and `.ptscaffold-new` files (the template's version of a file of
+    the user's that git does not track)."""
 
     project: Path
     old_version: str | None
@@ -35,7 +42,13 @@ class UpdateResult:
 
 
 def _git(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["git", *args], cwd=project, capture_output=True, text=True)
+    return subprocess.run(
+        ["git", *args],
+        cwd=project,
+        env={**os.environ, **safe_git_env()},
+        capture_output=True,
+        text=True,
+    )
 
 
 def _version_of(ref: Any) -> Version | None:
@@ -93,6 +106,7 @@ def _conflicts(project: Path, conflict: str) -> list[str]:
     return sorted({line for line in proc.stdout.splitlines() if line.strip()})
 
 
+@_interrupts.interruptible()
 def update(
     project: str | os.PathLike[str] = ".",
     *,
@@ -108,18 +122,91 @@ def update(
     A project made from the bundled template updates to the template of the installed
     ptscaffold (or `to`) with no network: see `_cache.py`. A project made from another
     template source updates from that source, as `copier update` would. Overlapping edits
-    end up as conflict markers (or `.rej` files); they are listed in the result.
+    end up as conflict markers (or `.rej` files); they are listed in the result. A file of
+    the user's that git does not track (an ignored one) where the template now has a file
+    is kept as it is: the template's version is written beside it as `<name>.ptscaffold-new`,
+    listed with the conflicts.
 
-    Raises UpdateRefused, leaving the project untouched, when it cannot be updated.
+    All or nothing: a failure, Ctrl-C, SIGTERM or SIGHUP puts the project back exactly as it
+    was (see `_snapshot.py`), touching no file the update did not write. An update killed
+    outright (SIGKILL) is put back by the next one, before it starts.
+
+    Raises UpdateRefused, leaving the project untouched, when it cannot be updated, and
+    Interrupted (its exit code tells the signal) when stopped.
     """
-    from . import _copier
-
     if conflict not in ("inline", "rej"):
         raise PtscaffoldError(f"--conflict must be inline or rej, got {conflict!r}")
     project = Path(os.path.abspath(Path(project).expanduser()))
     if not project.exists():
         raise UpdateRefused(f"{project} does not exist")
     top = _repository_top(project)
+    with _one_update_at_a_time(top):
+        _undo_a_killed_update(top, quiet)
+        return _update(
+            project, top, data=data, ask=ask, conflict=conflict, to=to, trust=trust, quiet=quiet
+        )
+
+
+@contextlib.contextmanager
+def _one_update_at_a_time(top: Path) -> Iterator[None]:
+    """Hold the repository's git folder: a second update would take the first one's journal
+    for that of an update that was killed."""
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(_locks.held(_snapshot.git_dir(top)))
+        except BlockingIOError:
+            raise UpdateRefused(
+                f"another ptscaffold update is running in {top} right now; wait for it to finish"
+            ) from None
+        yield
+
+
+def _undo_a_killed_update(top: Path, quiet: bool) -> None:
+    """An update killed before it finished (SIGKILL, a crash) left its journal: put the project
+    back as it was before that update, unless commits were made since."""
+    pending = Snapshot.pending(top)
+    if pending is None:
+        return
+    if pending.moved_since():
+        raise UpdateRefused(
+            f"an earlier update of {top} was killed before it finished, and the repository's "
+            "HEAD or branches changed since (a commit, say), so it is not undone "
+            f"automatically: `git diff {pending.commit} HEAD` shows "
+            f"what changed since; `git reset --hard {pending.commit}` goes back to before it "
+            f"(dropping those commits); then delete {pending.folder} and update again"
+        )
+    lost = pending.restore()
+    pending.discard()
+    if not quiet:
+        print(
+            f"note: an earlier update of {top} was killed before it finished; it was undone "
+            f"first: {_state(top, lost)}",
+            file=sys.stderr,
+        )
+
+
+def _state(project: Path, lost: list[str]) -> str:
+    if not lost:
+        return f"{project} is exactly as it was before the update"
+    return (
+        f"{project} is as it was before, except {', '.join(lost)}, which the update deleted "
+        "or overwrote"
+    )
+
+
+def _update(
+    project: Path,
+    top: Path,
+    *,
+    data: Mapping[str, Any] | None,
+    ask: bool,
+    conflict: Literal["inline", "rej"],
+    to: str | None,
+    trust: bool,
+    quiet: bool,
+) -> UpdateResult:
+    from . import _copier
+
     recorded = _read_answers(project)
     src = recorded.get("_src_path")
     if not src:
@@ -174,8 +261,6 @@ def update(
         redirect: Any = _cache.redirected(repo)
         unsafe = True
     else:
-        import contextlib
-
         redirect, unsafe = contextlib.nullcontext(), trust
 
     offline = (
@@ -185,7 +270,13 @@ def update(
     snapshot: Snapshot | None = None
     try:
         snapshot = Snapshot(top)
-        with translate_errors(str(src), offline_hint=offline), redirect:
+        guard = _Guard(snapshot, project)
+        with (
+            translate_errors(str(src), offline_hint=offline),
+            redirect,
+            _copier.watching(guard),
+        ):
+            snapshot.keep()
             worker = _copier.run(
                 operation="update",
                 dst_path=project,
@@ -202,20 +293,22 @@ def update(
                 exclude=() if unsafe else (".git",),
                 quiet=quiet,
             )
-        conflicts = _conflicts(project, conflict)
+        if not unsafe:  # before any git command runs where the template wrote
+            _planted.refuse_planted(top, str(src), snapshot.written)
+        conflicts = sorted({*_conflicts(project, conflict), *guard.beside})
     except BaseException as exc:
-        lost = snapshot.restore() if snapshot is not None else []
-        state = (
-            f"{project} is exactly as it was before the update"
-            if not lost
-            else f"{project} is as it was before, except {', '.join(lost)}, which the update "
-            "overwrote"
-        )
+        if snapshot is None:
+            raise
+        state = _state(project, snapshot.restore())
+        snapshot.discard()
         if isinstance(exc, KeyboardInterrupt):
-            raise Interrupted(f"interrupted; nothing was updated: {state}") from None
+            raise Interrupted(
+                f"interrupted; nothing was updated: {state}", exit_code=_interrupts.exit_code(exc)
+            ) from None
         if isinstance(exc, PtscaffoldError):
             raise type(exc)(f"{str(exc).rstrip('.')}; nothing was updated: {state}") from exc
         raise
+    snapshot.discard()
     new = getattr(worker.template, "version", None)
     return UpdateResult(
         project=project,
@@ -223,3 +316,55 @@ def update(
         new_version=str(new) if new is not None else target,
         conflicts=conflicts,
     )
+
+
+class _Guard:
+    """Sees each path copier renders during an update, before it is written.
+
+    Into the project: the journal records it first, and a file of the user's that git does not
+    track is kept, the template's version going beside it (`beside` lists those). Into the old
+    template's temporary render, which copier makes before the project's: a user's untracked
+    file at the same path in the project is noted, as copier may delete it.
+    """
+
+    def __init__(self, snapshot: Snapshot, project: Path) -> None:
+        self.snapshot = snapshot
+        self.project = project
+        self.beside: list[str] = []
+        self._into_project = False
+
+    def before_render(self, render: Render, allowed: bool) -> bool:
+        top = self.snapshot.root
+        rel = (self.project / render.relpath).relative_to(top).as_posix()
+        if render.root != self.project:
+            if not self._into_project:
+                self.snapshot.note_users(rel)
+            return allowed
+        self._into_project = True
+        if not allowed:
+            return False
+        target = self.project / render.relpath
+        if not render.is_dir and rel not in self.snapshot.tracked and os.path.lexists(target):
+            self._write_beside(render)
+            return False
+        self.snapshot.record(rel)
+        return True
+
+    def _write_beside(self, render: Render) -> None:
+        """The user's file stays; the template's version goes to `<name>.ptscaffold-new`."""
+        relpath = render.relpath.with_name(render.relpath.name + KEPT_SUFFIX)
+        beside = self.project / relpath
+        if os.path.lexists(beside):
+            raise UpdateRefused(
+                f"the template now has a file at {render.relpath}, where yours is (git does not "
+                f"track it), and {relpath}, where the template's would go, exists too: move one "
+                "of them away and retry"
+            )
+        self.snapshot.record(beside.relative_to(self.snapshot.root).as_posix())
+        if render.is_symlink:
+            beside.symlink_to(render.content)
+        else:
+            beside.write_bytes(render.content)  # type: ignore[arg-type]
+            if render.mode is not None:
+                beside.chmod(stat.S_IMODE(render.mode))
+        self.beside.append(relpath.as_posix())

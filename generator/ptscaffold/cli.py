@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
+from ._interrupts import exit_code
 from .errors import (
     EXIT_CODES_HELP,
     EXIT_CONFLICTS,
@@ -51,7 +52,11 @@ Examples:
   ptscaffold update my-project --conflict rej --to 0.2.0
 
 Exit code {EXIT_CONFLICTS}: the update finished but left conflicts; resolve the listed files, then
-commit."""
+commit. A file of yours that git ignores where the template now has one is kept: the template's
+version is written beside it (NAME.ptscaffold-new) and listed with the conflicts.
+
+Interrupted (Ctrl-C, SIGTERM, SIGHUP) or failed, an update puts the project back as it was; one
+killed outright (SIGKILL) is put back by the next `ptscaffold update` before it starts."""
 
 FEATURES_EPILOG = """\b
 Example:
@@ -78,14 +83,14 @@ def _run(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     except Interrupted as exc:
         _SAID_INTERRUPTED.append(True)
         typer.echo(f"\n{exc}", err=True)
-        raise typer.Exit(EXIT_INTERRUPTED) from None
+        raise typer.Exit(exc.exit_code) from None
     except PtscaffoldError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(exc.exit_code) from None
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:  # SIGTERM and SIGHUP too, in `new` and `update`
         _SAID_INTERRUPTED.append(True)
         typer.echo("\ninterrupted", err=True)
-        raise typer.Exit(EXIT_INTERRUPTED) from None
+        raise typer.Exit(exit_code(exc)) from None
     except Exception as exc:
         if os.environ.get("PTSCAFFOLD_DEBUG"):
             raise
@@ -248,7 +253,10 @@ def update(
         for name in result.conflicts:
             typer.echo(f"  {name}", err=True)
         typer.echo(
-            "Resolve them (look for <<<<<<< markers, or the .rej files), then commit.", err=True
+            "Resolve them (look for <<<<<<< markers, the .rej files, and in each "
+            ".ptscaffold-new file the template's version of a file of yours that git ignores), "
+            "then commit.",
+            err=True,
         )
         raise typer.Exit(EXIT_CONFLICTS)
     if not quiet:
@@ -273,9 +281,9 @@ def features() -> None:
 def main() -> None:
     try:
         app(prog_name="ptscaffold")
-    except KeyboardInterrupt:  # outside `_run`: still no traceback
+    except KeyboardInterrupt as exc:  # outside `_run`: still no traceback
         sys.stderr.write("\ninterrupted\n")
-        raise SystemExit(EXIT_INTERRUPTED) from None
+        raise SystemExit(exit_code(exc)) from None
     except SystemExit as exc:
         if exc.code == EXIT_INTERRUPTED and not _SAID_INTERRUPTED:
             sys.stderr.write("\ninterrupted\n")

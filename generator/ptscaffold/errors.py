@@ -7,11 +7,15 @@ EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_CONFLICTS = 3
-EXIT_INTERRUPTED = 130
+# Stopped by a signal: 128 + its number, as a shell reports a process the signal ended
+EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT)
+EXIT_TERMINATED = 143  # SIGTERM (`timeout`, a CI cancel)
+EXIT_HANGUP = 129  # SIGHUP (the terminal closed)
 
 EXIT_CODES_HELP = (
     f"Exit codes: {EXIT_OK} ok, {EXIT_ERROR} error, {EXIT_USAGE} usage or invalid answers, "
-    f"{EXIT_CONFLICTS} update finished with conflicts, {EXIT_INTERRUPTED} interrupted (Ctrl-C)."
+    f"{EXIT_CONFLICTS} update finished with conflicts, {EXIT_INTERRUPTED} interrupted (Ctrl-C), "
+    f"{EXIT_TERMINATED} stopped by SIGTERM, {EXIT_HANGUP} by SIGHUP."
 )
 
 
@@ -42,6 +46,11 @@ class UsageError(PtscaffoldError):
 
 
 class Interrupted(PtscaffoldError):
-    """Ctrl-C (or SIGINT); the message says what state the files were left in."""
+    """Ctrl-C, SIGTERM or SIGHUP; the message says what state the files were left in, and the
+    exit code which signal it was."""
 
     exit_code = EXIT_INTERRUPTED
+
+    def __init__(self, message: str, *, exit_code: int = EXIT_INTERRUPTED) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
