@@ -3,9 +3,10 @@
 A checkpoint is one dict with fixed top-level keys (`checkpointer.py` says which). Checkpoints live
 in `<run_dir>/checkpoints/`: `step_000120.pt` for the last `keep_last` steps, and `best.pt` for
 the lowest validation loss so far. A sharded (FSDP) checkpoint is a folder instead, `step_000120/`
-and `best/` (`storage.py` of such a project writes them): the model's and optimizer's tensors in
-torch.distributed.checkpoint (DCP) files, the rest of the dict in `state.pt`. Both kinds, and a
-folder written by `export`, load here, so evaluation and sampling take any of them.
+and `best/` (`storage.py` of such a project writes them): the model's, the optimizer's and the
+EMA's tensors in torch.distributed.checkpoint (DCP) files, the rest of the dict in `state.pt`.
+Both kinds, and a folder written by `export`, load here, so evaluation and sampling take any of
+them.
 """
 
 from __future__ import annotations
@@ -17,14 +18,14 @@ import os
 import pickle
 import re
 import shutil
-import tempfile
-import time
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import torch
+
+from .files import copy_whole, remove_entry, replace_folder, writing
 
 log = logging.getLogger(__name__)
 
@@ -48,30 +49,15 @@ def checkpoint_dir(run_dir: Path) -> Path:
 
 
 def save_checkpoint(path: Path, state: Mapping[str, Any]) -> None:
-    """Write `state` so that `path` holds either the old file or the new one, never a torn one.
-
-    The bytes go to a temporary file in the same directory (so the rename cannot cross file
-    systems), are flushed to disk, and only then replace `path` in one atomic rename.
-    """
+    """Write `state` so that `path` holds either the old file or the new one, never a torn one
+    (see `files.writing`)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as err:
-        raise CheckpointError(f"cannot write checkpoint {path}: {_reason(err)}") from None
-    try:
-        with os.fdopen(fd, "wb") as f:
+        with writing(path) as f:
             torch.save(dict(state), f)
-            f.flush()
-            os.fsync(f.fileno())
-        _replace(tmp_name, path)
     except (OSError, RuntimeError) as err:
         # torch's zip writer reports a full disk as a RuntimeError, so ask the disk itself
-        Path(tmp_name).unlink(missing_ok=True)
         raise CheckpointError(f"cannot write checkpoint {path}: {_reason(err, path.parent)}") from None
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
 
 
 def _reason(err: BaseException, directory: Path | None = None) -> str:
@@ -81,7 +67,7 @@ def _reason(err: BaseException, directory: Path | None = None) -> str:
             full = shutil.disk_usage(directory).free < 1 << 20
     if full:
         return "no space left on the device (earlier checkpoints are kept)"
-    return err.strerror if isinstance(err, OSError) and err.strerror else _first_line(err)
+    return err.strerror if isinstance(err, OSError) and err.strerror else first_line(err)
 
 
 def remove_partial_saves(directory: Path) -> list[Path]:
@@ -90,64 +76,6 @@ def remove_partial_saves(directory: Path) -> list[Path]:
     for path in removed:
         remove_entry(path)
     return removed
-
-
-def remove_entry(path: Path) -> None:
-    """Delete a checkpoint, a file or a sharded checkpoint's folder."""
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        path.unlink(missing_ok=True)
-
-
-def replace_folder(src: Path, dst: Path) -> None:
-    """Rename the finished folder `src` to `dst`, replacing an older `dst` (a folder cannot be
-    renamed onto a non-empty one, so the old one is first moved aside). Whatever the moment of a
-    kill, `dst` is either absent, the old folder or the new one, never a mix."""
-    aside = dst.with_name(f".{dst.name}.old.tmp")
-    remove_entry(aside)
-    if dst.exists():
-        os.replace(dst, aside)
-    os.replace(src, dst)
-    _fsync_dir(dst.parent)
-    remove_entry(aside)
-
-
-def _atomic_copy(src: Path, dst: Path) -> None:
-    fd, tmp_name = tempfile.mkstemp(dir=dst.parent, prefix=f".{dst.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        shutil.copyfile(src, tmp_name)
-        _replace(tmp_name, dst)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
-    _fsync_dir(dst.parent)
-
-
-def _replace(src: str, dst: Path, attempts: int = 10) -> None:
-    """os.replace, retried briefly where the OS refuses while another process has `dst` open
-    (Windows: a reader, an indexer or a virus scanner)."""
-    for attempt in range(attempts):
-        try:
-            os.replace(src, dst)
-            return
-        except PermissionError:
-            if attempt == attempts - 1:
-                raise
-            time.sleep(0.05 * 2**attempt)
-
-
-def _fsync_dir(directory: Path) -> None:
-    """Make the rename itself durable (a no-op where directories cannot be opened)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def load_checkpoint(path: Path, needs: tuple[str, ...] = (), weights: bool = True) -> dict[str, Any]:
@@ -180,9 +108,9 @@ def load_checkpoint(path: Path, needs: tuple[str, ...] = (), weights: bool = Tru
                 f"{path}: refused, the file holds pickled code or objects, not only tensors "
                 "(only load checkpoints you trust, and never with weights_only=False)"
             ) from None
-        raise CheckpointError(f"{path}: unreadable checkpoint ({_first_line(err)})") from None
+        raise CheckpointError(f"{path}: unreadable checkpoint ({first_line(err)})") from None
     except (RuntimeError, EOFError, OSError, zipfile.BadZipFile) as err:
-        raise CheckpointError(f"{path}: truncated or corrupt checkpoint ({_first_line(err)})") from None
+        raise CheckpointError(f"{path}: truncated or corrupt checkpoint ({first_line(err)})") from None
     if not isinstance(state, dict):
         raise CheckpointError(f"{path}: not a training checkpoint (it holds a {type(state).__name__})")
     missing = [key for key in needs if key not in state]
@@ -191,7 +119,8 @@ def load_checkpoint(path: Path, needs: tuple[str, ...] = (), weights: bool = Tru
     return state
 
 
-def _first_line(err: BaseException) -> str:
+def first_line(err: BaseException) -> str:
+    """The first line of an error's message (its type's name when it has none)."""
     return str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
 
 
@@ -208,6 +137,9 @@ def _load_folder(path: Path, weights: bool) -> dict[str, Any]:
 
     state = load_checkpoint(path / SHARDED_STATE)
     state["model"] = read_model(path, consolidate=weights)
+    averages = read_model(path, consolidate=weights, part="ema")
+    if averages:  # the EMA's, when the run kept one: sharded beside the model's
+        state["ema"] = {**state["ema"], "model": averages}
     return state
 
 
@@ -230,7 +162,7 @@ def update_best(run_dir: Path, latest: Path) -> None:
     """Make `best.pt` (`best/` for a folder) a copy of `latest` (the caller decided it is the best
     so far)."""
     if not latest.is_dir():
-        _atomic_copy(latest, checkpoint_dir(run_dir) / "best.pt")
+        copy_whole(latest, checkpoint_dir(run_dir) / "best.pt")
         return
     # Hard links where the file system has them: the copy then costs no space and no time
     staging = latest.with_name(".best.tmp")

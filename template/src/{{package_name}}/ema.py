@@ -10,8 +10,10 @@ remembering the random initialisation for thousands of steps. `decay=0` turns it
 
 The averages live in the model's own layout (sharded like its parameters under FSDP), so
 averaging costs one fused lerp over the local tensors and no communication. A checkpoint holds
-them whole, under the plain model's names, as `ema["model"]`; `inference_weights` picks them
-over the trained weights when present (`evaluate` scores a checkpoint with them).
+them under the plain model's names as `ema["model"]`, stored as the model is: whole in a
+checkpoint file, or each rank's shards in a sharded checkpoint's folder (never gathered), read
+back whole or resharded like the model's. `inference_weights` picks them over the trained
+weights when present (`evaluate` scores a checkpoint with them).
 """
 
 from __future__ import annotations
@@ -47,6 +49,11 @@ class Ema:
             optimizer.register_step_post_hook(lambda *_: self.update())
         with torch.no_grad():
             self.average = {key: t.detach().clone() for key, t in self.live.items()}
+        # A fused lerp takes tensors of one kind, and under FSDP the parameters are shards
+        # (DTensors) while buffers (BatchNorm's statistics) stay plain: one call per kind
+        self.kinds: dict[bool, list[int]] = {}
+        for key, t in self.live.items():
+            self.kinds.setdefault(_is_shard(t), []).append(key)
 
     @property
     def enabled(self) -> bool:
@@ -56,10 +63,10 @@ class Ema:
     def update(self) -> None:
         self.updates += 1
         decay = min(self.decay, (1 + self.updates) / (10 + self.updates))
-        keys = list(self.live)
-        torch._foreach_lerp_(
-            [self.average[k] for k in keys], [self.live[k].detach() for k in keys], 1.0 - decay
-        )
+        for keys in self.kinds.values():
+            torch._foreach_lerp_(
+                [self.average[k] for k in keys], [self.live[k].detach() for k in keys], 1.0 - decay
+            )
 
     @contextlib.contextmanager
     def swapped(self) -> Iterator[None]:
@@ -91,18 +98,19 @@ class Ema:
         return {**averaged, **{f"raw_{name}": value for name, value in trained.items()}}
 
     def state_dict(self) -> dict[str, Any]:
-        """The averages whole, under the plain model's names (gathering shards: a collective)."""
+        """The averages under the plain model's names: copies on the CPU, or under FSDP this
+        rank's shards themselves (the sharded storage writes each rank's own; nothing is gathered)."""
         if not self.enabled:
             return {"decay": 0.0, "updates": 0}
         weights = {}
         for name, t in self.module.state_dict(keep_vars=True).items():
-            t = self.average.get(id(t), t)
-            if hasattr(t, "full_tensor"):  # a shard of an FSDP2 parameter (DTensor)
-                t = t.full_tensor()
-            weights[name] = t.detach().to("cpu", copy=True)
+            t = self.average.get(id(t), t).detach()
+            weights[name] = t if _is_shard(t) else t.to("cpu", copy=True)
         return {"decay": self.decay, "updates": self.updates, "model": weights}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Load averages that `state_dict` saved: whole tensors, or under FSDP this rank's shards
+        (as the sharded storage reads them, for any number of saving ranks)."""
         self.updates = state["updates"]
         if not self.enabled:
             return
@@ -110,15 +118,13 @@ class Ema:
             return
         with torch.no_grad():
             for name, t in self.module.state_dict(keep_vars=True).items():
-                if id(t) not in self.average:
-                    continue
-                average, saved = self.average[id(t)], state["model"][name]
-                if hasattr(average, "full_tensor"):  # this rank's shard of the whole tensor
-                    from torch.distributed.tensor import distribute_tensor
+                if id(t) in self.average:
+                    self.average[id(t)].copy_(state["model"][name])
 
-                    mesh, placements = average.device_mesh, average.placements
-                    saved = distribute_tensor(saved.to(average.device), mesh, placements)
-                average.copy_(saved)
+
+def _is_shard(t: torch.Tensor) -> bool:
+    """Whether `t` is one rank's shard of an FSDP2 parameter (a DTensor)."""
+    return hasattr(t, "device_mesh")
 
 
 def _reshard(model: nn.Module) -> None:

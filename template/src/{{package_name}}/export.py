@@ -12,14 +12,15 @@ shards are consolidated here, in this one process). OUT is a folder holding
 `load_exported(OUT)` builds the model from them, and `evaluate`, `sample` and `predict` take
 OUT wherever they take a checkpoint. safetensors holds tensors only, so loading an export never
 runs code; it comes with the `export` extra (`pip install -e .[export]`).
+
+Exit codes: 0 exported, 2 an unusable checkpoint (missing, corrupt, or refused for carrying
+pickled code) or an OUT that cannot be written (or holds anything but an earlier export).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -27,9 +28,16 @@ from typing import Any
 from torch import nn
 
 from . import TASK, TEMPLATE_VERSION
-from .checkpoint import EXPORTED_WEIGHTS, CheckpointError, check_task, load_checkpoint
+from .checkpoint import (
+    EXPORTED_WEIGHTS,
+    CheckpointError,
+    check_task,
+    first_line,
+    load_checkpoint,
+)
 from .config import config_from_dict
 from .ema import inference_weights
+from .files import remove_entry, replace_folder, write_json, write_whole
 from .model import build_model
 
 CONFIG_FILE = "config.json"
@@ -46,7 +54,9 @@ def _safetensors() -> Any:
 
 
 def export(checkpoint: Path, out: Path) -> Path:
-    """Write the model of `checkpoint` to the folder `out` (replaced whole if it exists)."""
+    """Write the model of `checkpoint` to the folder `out`. An earlier export there is replaced in
+    one step (see `files.replace_folder`): a kill at any moment leaves the old export or the new."""
+    _check_replaceable(out)
     state = load_checkpoint(checkpoint, needs=("task", "config", "data_info", "model"))
     check_task(state, TASK)
     # The EMA when the run kept one. Contiguous copies of their own: safetensors refuses tensors
@@ -55,19 +65,26 @@ def export(checkpoint: Path, out: Path) -> Path:
     description = {key: state.get(key) for key in KEYS} | {
         "template_version": state.get("template_version", TEMPLATE_VERSION)
     }
+    serialized = _safetensors().torch.save(weights)
     staging = out.with_name(f".{out.name}.tmp")
-    shutil.rmtree(staging, ignore_errors=True)
     try:
+        remove_entry(staging)  # left by an export that was killed
         staging.mkdir(parents=True)
-        _safetensors().torch.save_file(weights, staging / EXPORTED_WEIGHTS)
-        (staging / CONFIG_FILE).write_text(json.dumps(description, indent=2) + "\n", encoding="utf-8")
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(staging, out)
+        write_whole(staging / EXPORTED_WEIGHTS, serialized)
+        write_json(staging / CONFIG_FILE, description)
+        replace_folder(staging, out)
     except OSError as err:
-        shutil.rmtree(staging, ignore_errors=True)
+        remove_entry(staging)
         raise CheckpointError(f"cannot write {out}: {err.strerror or err}") from None
     return out
+
+
+def _check_replaceable(out: Path) -> None:
+    """Refuse an `out` holding anything but an earlier export: replacing it would delete it."""
+    if not out.exists():
+        return
+    if not out.is_dir() or any(p.name not in (EXPORTED_WEIGHTS, CONFIG_FILE) for p in out.iterdir()):
+        raise CheckpointError(f"{out}: exists and is not an export (choose a new or empty folder)")
 
 
 def read_exported(path: Path) -> dict[str, Any]:
@@ -77,9 +94,10 @@ def read_exported(path: Path) -> dict[str, Any]:
         description = json.loads((path / CONFIG_FILE).read_text(encoding="utf-8"))
         weights = safetensors.torch.load_file(path / EXPORTED_WEIGHTS, device="cpu")
     except FileNotFoundError as err:
-        raise CheckpointError(f"{path}: not an export (no {Path(err.filename).name})") from None
+        missing = Path(err.filename).name if err.filename else EXPORTED_WEIGHTS  # safetensors names none
+        raise CheckpointError(f"{path}: not an export (no {missing})") from None
     except (OSError, ValueError, safetensors.SafetensorError) as err:  # unreadable, torn, not JSON
-        raise CheckpointError(f"{path}: corrupt export ({str(err).strip().splitlines()[0]})") from None
+        raise CheckpointError(f"{path}: corrupt export ({first_line(err)})") from None
     if not isinstance(description, dict) or any(key not in description for key in KEYS):
         raise CheckpointError(
             f"{path}: not an export of this project ({CONFIG_FILE} lacks {', '.join(KEYS)})"

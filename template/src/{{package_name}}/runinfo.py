@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import platform
 import subprocess
 import time
@@ -14,6 +13,7 @@ import torch
 
 from .checkpoint import checkpoint_dir
 from .config import Config, ConfigError
+from .files import write_json
 
 
 def resolve_run_dir(cfg: Config) -> Path:
@@ -40,7 +40,6 @@ def write_run_info(run_dir: Path, cfg: Config, device: torch.device, template_ve
         run_dir.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise ConfigError(f"cannot create the run directory {run_dir}: {err.strerror or err}") from None
-    (run_dir / "config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=2) + "\n")
     env = {
         "python": platform.python_version(),
         "torch": torch.__version__,
@@ -53,8 +52,18 @@ def write_run_info(run_dir: Path, cfg: Config, device: torch.device, template_ve
         "deterministic": cfg.deterministic,
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
-    (run_dir / "environment.json").write_text(json.dumps(env, indent=2) + "\n")
+    _write_record(run_dir / "config.json", dataclasses.asdict(cfg))
+    _write_record(run_dir / "environment.json", env)
     return env
+
+
+def _write_record(path: Path, record: dict[str, Any]) -> None:
+    """Write `record` as JSON whole: a resumed run rewrites its records, and a kill or a full disk
+    then leaves the previous ones."""
+    try:
+        write_json(path, record)
+    except OSError as err:
+        raise ConfigError(f"cannot write {path}: {err.strerror or err}") from None
 
 
 def _git_commit() -> str | None:
