@@ -137,16 +137,21 @@ def _loosen(path: Path, bits: int) -> None:
     path.chmod(stat.S_IMODE(path.stat().st_mode) | bits)
 
 
+def _new_is_refused(tmp_path: Path, needle: str) -> None:
+    """`new` stops on the cache in one line holding `needle`, and writes no project."""
+    dest = tmp_path / "made"
+    result = invoke("new", str(dest), "--defaults", "--no-git")
+    assert result.exit_code == 1
+    assert needle in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert not dest.exists()
+
+
 @pytest.mark.parametrize("where", [".", "template.git/config", "template.git/refs/tags"])
 def test_a_cache_others_can_write_is_refused_in_one_line(cache: Path, tmp_path: Path, where):
     _cache.ensure_repo()
     _loosen(cache / where, stat.S_IWOTH)
-    dest = tmp_path / "made"
-    result = invoke("new", str(dest), "--defaults", "--no-git")
-    assert result.exit_code == 1
-    assert "writable by other users" in result.stderr
-    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
-    assert not dest.exists()
+    _new_is_refused(tmp_path, "writable by other users")
 
 
 def test_the_remote_helper_refuses_a_cache_others_can_write(cache: Path, tmp_path: Path):
@@ -164,12 +169,7 @@ def test_the_remote_helper_refuses_a_cache_others_can_write(cache: Path, tmp_pat
 def test_a_cache_of_another_user_is_refused_in_one_line(cache: Path, tmp_path: Path, where):
     _cache.ensure_repo()
     os.chown(cache / where, 4242, 4242)
-    dest = tmp_path / "made"
-    result = invoke("new", str(dest), "--defaults", "--no-git")
-    assert result.exit_code == 1
-    assert "belongs to another user" in result.stderr
-    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
-    assert not dest.exists()
+    _new_is_refused(tmp_path, "belongs to another user")
 
 
 # --- 2. release tags are what the installed ptscaffold says they are ----------------------------
