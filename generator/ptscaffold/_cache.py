@@ -32,7 +32,7 @@ import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
-from . import _template
+from . import _files, _template
 from ._copier import safe_git_env
 from ._template import GIT_URL, LEGACY_URLS, TEMPLATE_PATHS
 from .errors import PtscaffoldError
@@ -182,19 +182,6 @@ def _refuse_foreign_files(repo: Path) -> None:
             _refuse_unless_private(path, os.lstat(path))
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    """Replace `path` as a whole: a link there would be replaced, never written through."""
-    fd, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(partial, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(partial)
-        raise
-
-
 @contextlib.contextmanager
 def _locked() -> Iterator[None]:
     """Serialise processes sharing one cache (pytest-xdist, two terminals). The lock is on the
@@ -271,7 +258,7 @@ def _init_repo() -> Path:
     for name, text in _OWN_FILES.items():
         path = repo / name
         if not path.is_file() or path.read_text(encoding="utf-8", errors="replace") != text:
-            _write_atomically(path, text)
+            _files.write_whole(path, text.encode("utf-8"))
     return repo
 
 

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import _interrupts
+from . import _files, _interrupts
 from ._copier import safe_git_env
 
 JOURNAL = "ptscaffold-update"
@@ -77,26 +77,6 @@ def _refs(root: Path) -> dict[str, str]:
 def _head(root: Path) -> str:
     """The commit HEAD names ('' before the first commit)."""
     return _git(root, "rev-parse", "-q", "--verify", "HEAD", check=False).strip()
-
-
-def _write_synced(path: Path, data: bytes) -> None:
-    with open(path, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-
-
-def _sync_folder(folder: Path) -> None:
-    """Make a rename or new entry in `folder` last through a power cut (where supported)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        with contextlib.suppress(OSError):
-            os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _children() -> set[int]:
@@ -168,11 +148,11 @@ class Snapshot:
         shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir()
         if self.index is not None:
-            _write_synced(partial / "index", self.index)
-        _write_synced(partial / "log", b"")
-        _write_synced(partial / "state.json", json.dumps(self.state).encode())
+            _files.write_whole(partial / "index", self.index)
+        _files.write_whole(partial / "log", b"")
+        _files.write_whole(partial / "state.json", json.dumps(self.state).encode())
         os.replace(partial, self.folder)
-        _sync_folder(self.git_dir)
+        _files.sync_folder(self.git_dir)
         self._log_fd = os.open(self.folder / "log", os.O_WRONLY | os.O_APPEND)
 
     @classmethod
