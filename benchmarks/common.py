@@ -474,8 +474,18 @@ def import_project(spec: dict[str, Any]) -> SimpleNamespace:
     if src not in sys.path:
         sys.path.insert(0, src)
     package = spec["package"]
-    names = ("config", "data", "device", "loading", "model", "optim", "sampling", "step", "train")
-    return SimpleNamespace(**{n: importlib.import_module(f"{package}.{n}") for n in names})
+    modules = {
+        "config": "config",
+        "data": "data.datasets",
+        "device": "runtime.device",
+        "loading": "data.loading",
+        "model": "model",
+        "optim": "optim",
+        "sampling": "data.sampling",
+        "step": "step",
+        "train": "train",
+    }
+    return SimpleNamespace(**{n: importlib.import_module(f"{package}.{m}") for n, m in modules.items()})
 
 
 def timed_run_args(spec: dict[str, Any], clock: StepClock, batch: int) -> list[str]:

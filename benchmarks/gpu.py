@@ -81,7 +81,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     import torch
 
     project = common.import_project(spec)
-    throughput = importlib.import_module(f"{spec['package']}.throughput")
+    throughput = importlib.import_module(f"{spec['package']}.record.throughput")
     shape, mode = SIZES[spec["size"]], spec["contender"]
     cuda = torch.cuda.is_available()
     device = torch.device("cuda" if cuda else "cpu")
@@ -92,7 +92,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     model = project.model.build_model(cfg.model, info).to(device)
     params = sum(p.numel() for p in model.parameters())
     optimizer = project.optim.build_optimizer(model, cfg.optim)
-    precision = importlib.import_module(f"{spec['package']}.precision").Precision(
+    precision = importlib.import_module(f"{spec['package']}.runtime.precision").Precision(
         device, enabled=mode != "fp32"
     )
     step_model = torch.compile(model) if mode.endswith("compile") else model

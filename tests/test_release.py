@@ -178,7 +178,7 @@ def test_a_0_1_0_project_updates_keeping_its_edits(
     assert result.conflicts == []
     assert untouched.read_text().endswith(NOTE), "an edit of an unchanged file survives"
     assert OUR_LINE in readme.read_text().splitlines(), "an edit of a changed file merges"
-    assert (package / "step.py").is_file() and (package / "checkpointer.py").is_file()
+    assert (package / "step.py").is_file() and (package / "checkpoint" / "checkpointer.py").is_file()
     recorded = yaml.safe_load((project / ".copier-answers.yml").read_text())
     assert recorded["_commit"] == f"v{ptscaffold.__version__}"
     assert recorded["_src_path"] == _template.CANONICAL_URL, "the 0.1.0 address is migrated"
@@ -233,7 +233,7 @@ def test_plain_copier_update_works_offline(tmp_path: Path, monkeypatch: pytest.M
     helper = helper or shutil.which("git-remote-ptscaffold")
     assert helper, "git-remote-ptscaffold is not installed (pip install -e . installs it)"
     project = ptscaffold.new(tmp_path / "proj", defaults=True, quiet=True)
-    assert not (project / "src" / "proj" / "precision.py").exists()
+    assert not (project / "src" / "proj" / "runtime" / "precision.py").exists()
     fresh_caches(monkeypatch, tmp_path)
     path = os.pathsep.join([str(Path(helper).parent), os.environ.get("PATH", "")])
     proc = subprocess.run(
@@ -245,7 +245,7 @@ def test_plain_copier_update_works_offline(tmp_path: Path, monkeypatch: pytest.M
         timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert (project / "src" / "proj" / "precision.py").is_file(), "the changed answer renders"
+    assert (project / "src" / "proj" / "runtime" / "precision.py").is_file(), "the changed answer renders"
     recorded = yaml.safe_load((project / ".copier-answers.yml").read_text())
     assert recorded["amp"] == "bf16" and recorded["_src_path"] == _template.CANONICAL_URL
 
@@ -280,4 +280,4 @@ def test_an_installed_wheel_updates_a_0_1_0_project_and_serves_plain_copier(
         [python, "-m", "copier", "update", "--trust", "--defaults", "--data", "amp=bf16"], **run
     )
     assert copier.returncode == 0, copier.stderr[-2000:]
-    assert (project / "src" / "proj" / "precision.py").is_file()
+    assert (project / "src" / "proj" / "runtime" / "precision.py").is_file()

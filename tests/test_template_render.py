@@ -438,8 +438,8 @@ FOOTPRINTS = (
         "distributed",
         lambda a: a["distributed"] != "none",
         (
-            # Every project has distributed.py; only these join a process group
-            Mark(r"init_process_group", files=rf"^src/{PKG}/distributed\.py$"),
+            # Every project has runtime/distributed.py; only these join a process group
+            Mark(r"init_process_group", files=rf"^src/{PKG}/runtime/distributed\.py$"),
             Mark(r"(^|/)launch\.sh$", in_path=True),
         ),
     ),
@@ -480,7 +480,7 @@ FOOTPRINTS = (
         "tracker",
         lambda a: a["logger"] in ("wandb", "mlflow"),
         (
-            Mark(rf"^src/{PKG}/tracker\.py$", in_path=True),
+            Mark(rf"^src/{PKG}/record/tracker\.py$", in_path=True),
             Mark(r"^tests/test_tracker\.py$", in_path=True),
             Mark(r"\btracker=", files=r"^tests/"),
         ),

@@ -28,7 +28,7 @@ from typing import Any
 from torch import nn
 
 from . import TASK, TEMPLATE_VERSION
-from .checkpoint import (
+from .checkpoint.format import (
     EXPORTED_WEIGHTS,
     CheckpointError,
     check_task,
@@ -37,8 +37,8 @@ from .checkpoint import (
 )
 from .config import config_from_dict
 from .ema import inference_weights
-from .files import remove_entry, replace_folder, write_json, write_whole
 from .model import build_model
+from .runtime.files import remove_entry, replace_folder, write_json, write_whole
 
 CONFIG_FILE = "config.json"
 # What an export keeps of a checkpoint: enough to build the model and prepare its inputs

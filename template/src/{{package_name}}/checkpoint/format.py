@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from .files import copy_whole, remove_entry, replace_folder, writing
+from ..runtime.files import copy_whole, remove_entry, replace_folder, writing
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +126,7 @@ def first_line(err: BaseException) -> str:
 
 def _load_folder(path: Path, weights: bool) -> dict[str, Any]:
     if (path / EXPORTED_WEIGHTS).is_file():
-        from .export import read_exported  # safetensors is needed only here
+        from ..export import read_exported  # safetensors is needed only here
 
         return read_exported(path)
     if not (path / SHARDED_STATE).is_file() or not (path / SHARDED_INDEX).is_file():

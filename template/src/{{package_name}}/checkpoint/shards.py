@@ -23,7 +23,7 @@ import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.metadata import Metadata, StorageMeta, TensorStorageMetadata
 from torch.distributed.checkpoint.staging import DefaultStager, StagingOptions
 
-from .checkpoint import SHARDED_INDEX, CheckpointError, first_line
+from .format import SHARDED_INDEX, CheckpointError, first_line
 
 # Everything DCP pickles into `.metadata` (read off real saves with pickletools): its index
 # classes, the torch values they hold (dtypes, sizes, layouts, memory formats) and the path the

@@ -11,9 +11,9 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from .preemption import STOP_SIGNALS
+from ..runtime.preemption import STOP_SIGNALS
+from ..runtime.seeding import seed_worker
 from .sampling import ResumableSampler
-from .seeding import seed_worker
 
 
 class DataError(ValueError):

@@ -24,18 +24,18 @@ from typing import Any, Protocol
 import torch
 from torch import nn
 
-from . import TASK, TEMPLATE_VERSION
-from .checkpoint import (
+from .. import TASK, TEMPLATE_VERSION
+from ..config import Config
+from ..runtime.device import CpuBudget
+from ..runtime.distributed import DistEnv, gather_objects
+from ..runtime.seeding import capture_rng_state
+from .format import (
     CheckpointError,
     checkpoint_dir,
     latest_checkpoint,
     load_checkpoint,
     remove_partial_saves,
 )
-from .config import Config
-from .device import CpuBudget
-from .distributed import DistEnv, gather_objects
-from .seeding import capture_rng_state
 from .storage import Storage
 
 log = logging.getLogger(__name__)
@@ -73,7 +73,7 @@ def map_data_position(step_in_epoch: int, saved_per_step: int, per_step: int) ->
     samples instead of `saved_per_step` (another world size, batch size or accumulation), and how
     many samples of the epoch are trained on again.
 
-    The epoch's order does not depend on the world size (see `sampling.py`), so the samples done
+    The epoch's order does not depend on the world size (see `data/sampling.py`), so the samples done
     are its first `step_in_epoch * saved_per_step`. The resumed run starts at the last whole
     global batch among them: no sample is skipped, and fewer than `per_step` are seen twice.
     """

@@ -12,7 +12,7 @@ from typing import NamedTuple
 import torch
 from torch.utils.data import Dataset
 
-from .config import ConfigError
+from ..config import ConfigError
 from .seeding import capture_rng_state, restore_rng_state
 
 

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .files import write_whole
-from .metrics import read_metrics
-from .sweepfile import Member, Sweep, SweepError, is_number, value_text
+from ..record.metrics import read_metrics
+from ..runtime.files import write_whole
+from .spec import Member, Sweep, SweepError, is_number, value_text
 
 
 def run_dir(sweep_dir: Path, member: Member) -> Path:

@@ -11,9 +11,9 @@ from typing import Any
 
 import torch
 
-from .checkpoint import checkpoint_dir
-from .config import Config, ConfigError
-from .files import write_json
+from ..checkpoint.format import checkpoint_dir
+from ..config import Config, ConfigError
+from ..runtime.files import write_json
 
 
 def resolve_run_dir(cfg: Config) -> Path:

@@ -1,0 +1,1 @@
+"""Checkpoints: their format, when they are written, and sharded (FSDP) storage."""

@@ -1,0 +1,1 @@
+"""Data: the datasets, image files, corpora and tokenizers, and how batches are drawn."""

@@ -1,0 +1,1 @@
+"""Machinery of a run: devices, processes, precision, signals, seeds, atomic files."""

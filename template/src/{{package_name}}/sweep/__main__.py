@@ -1,0 +1,7 @@
+"""`python -m <package>.sweep`: see runner.py."""
+
+import sys
+
+from .runner import main
+
+sys.exit(main())
