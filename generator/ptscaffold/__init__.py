@@ -4,6 +4,8 @@ The library API, which the `ptscaffold` command wraps one function per command:
 
     ptscaffold.new(dest, data={"amp": "bf16"}, defaults=True)   # -> Path
     ptscaffold.update(dest, data={"compile": True})              # -> UpdateResult
+    ptscaffold.preview(dest)                  # -> Preview: what update would change
+    ptscaffold.check(dest)                    # -> Status: is a newer template available
     ptscaffold.features()                                        # -> list[Feature]
 """
 
@@ -18,6 +20,10 @@ if TYPE_CHECKING:
 # can catch a Ctrl-C from its first moment (see cli.main).
 _EXPORTS = {
     "AnswersError": ".errors",
+    "Preview": "._preview",
+    "Status": "._check",
+    "check": "._check",
+    "preview": "._preview",
     "Feature": "._features",
     "PtscaffoldError": ".errors",
     "UpdateRefused": ".errors",

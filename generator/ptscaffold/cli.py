@@ -15,6 +15,7 @@ from .errors import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
     EXIT_OK,
+    EXIT_OUTDATED,
     Interrupted,
     PtscaffoldError,
 )
@@ -34,6 +35,8 @@ Examples:
   ptscaffold new my-project                      # answer the questions interactively
   ptscaffold new my-project --defaults --data amp=bf16 --data distributed=ddp
   ptscaffold features                            # every question, its choices and default
+  cd my-project && ptscaffold check              # exit 4 when a newer template exists
+  cd my-project && ptscaffold update --dry-run   # what an update would change
   cd my-project && ptscaffold update             # newer template, keeping your edits
 
 \b
@@ -50,6 +53,7 @@ Examples:
   ptscaffold update                      # the project in the current directory
   ptscaffold update my-project --data amp=bf16
   ptscaffold update my-project --conflict rej --to 0.2.0
+  ptscaffold update --dry-run            # what it would change; the project is not written
 
 Exit code {EXIT_CONFLICTS}: the update finished but left conflicts; resolve the listed files, then
 commit. A file of yours that git ignores where the template now has one is kept: the template's
@@ -57,6 +61,14 @@ version is written beside it (NAME.ptscaffold-new) and listed with the conflicts
 
 Interrupted (Ctrl-C, SIGTERM, SIGHUP) or failed, an update puts the project back as it was; one
 killed outright (SIGKILL) is put back by the next `ptscaffold update` before it starts."""
+
+CHECK_EPILOG = f"""\b
+Examples:
+  ptscaffold check                       # the project in the current directory
+  ptscaffold check my-project --json
+
+Exit code {EXIT_OK}: on the newest version; {EXIT_OUTDATED}: a newer one is available
+(`ptscaffold update --dry-run` shows what it changes)."""
 
 FEATURES_EPILOG = """\b
 Example:
@@ -227,6 +239,12 @@ def update(
         typer.Option("--to", metavar="REF", help="Template version or git ref to update to."),
     ] = None,
     trust: TrustOption = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run", help="Show what the update would change, file by file; write nothing."
+        ),
+    ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only errors.")] = False,
 ) -> None:
     """Apply template changes (and changed answers) to PROJECT, keeping your edits."""
@@ -236,8 +254,27 @@ def update(
 
         return update(*args, **kwargs)
 
+    def api_preview(*args: Any, **kwargs: Any) -> Any:
+        from ._preview import preview
+
+        return preview(*args, **kwargs)
+
     if conflict not in ("inline", "rej"):
         raise typer.BadParameter("must be inline or rej", param_hint="--conflict")
+    if dry_run:
+        if ask:
+            raise typer.BadParameter("cannot ask questions in a dry run", param_hint="--ask")
+        _show_preview(
+            _run(
+                api_preview,
+                project,
+                data=_data(data),
+                conflict=conflict,  # type: ignore[arg-type]
+                to=to,
+                trust=trust,
+            )
+        )
+        return
     result = _run(
         api_update,
         project,
@@ -264,6 +301,60 @@ def update(
             f"Updated {result.project} from {result.old_version} to {result.new_version}. "
             "Review with `git diff`, then commit."
         )
+
+
+def _show_preview(preview: Any) -> None:
+    """The changes an update would make, one line a file; exit 3 when it would leave conflicts."""
+    if not preview.changes:
+        typer.echo(f"{preview.project} is on {preview.new_version}: an update changes nothing.")
+        return
+    typer.echo(
+        f"Updating {preview.project} from {preview.old_version} to {preview.new_version} "
+        f"would change {len(preview.changes)} files:"
+    )
+    for change in preview.changes:
+        lines = "" if change.added is None else f"  (+{change.added} -{change.deleted})"
+        moved = f"{change.old_path} -> " if change.old_path else ""
+        typer.echo(f"  {change.kind:<9} {moved}{change.path}{lines}")
+    if preview.conflicts:
+        typer.echo(f"It would leave conflicts in {len(preview.conflicts)}:", err=True)
+        for name in preview.conflicts:
+            typer.echo(f"  {name}", err=True)
+    typer.echo("Nothing was written. Run it without --dry-run to update.")
+    if preview.conflicts:
+        raise typer.Exit(EXIT_CONFLICTS)
+
+
+@app.command(epilog=CHECK_EPILOG)
+def check(
+    project: Annotated[
+        Path, typer.Argument(metavar="[PROJECT]", help="The project to check (default: here).")
+    ] = Path("."),
+    json_output: Annotated[
+        bool, typer.Option("--json", help="Print the result as one JSON object.")
+    ] = False,
+) -> None:
+    """Tell whether a newer template version is available for PROJECT (exit 4 when it is)."""
+
+    def api_check(*args: Any) -> Any:
+        from ._check import check
+
+        return check(*args)
+
+    status = _run(api_check, project)
+    if json_output:
+        import json
+
+        typer.echo(json.dumps(status.as_dict()))
+    elif status.update_available:
+        typer.echo(
+            f"{status.project} is on template {status.version}; {status.latest} is available: "
+            "`ptscaffold update --dry-run` shows what it changes."
+        )
+    else:
+        typer.echo(f"{status.project} is on the newest template, {status.version}.")
+    if status.update_available:
+        raise typer.Exit(EXIT_OUTDATED)
 
 
 @app.command(epilog=FEATURES_EPILOG)
