@@ -16,6 +16,7 @@ from .errors import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_OUTDATED,
+    EXIT_TESTS_FAILED,
     Interrupted,
     PtscaffoldError,
 )
@@ -56,7 +57,10 @@ Examples:
   ptscaffold update --dry-run            # what it would change; the project is not written
 
 Exit code {EXIT_CONFLICTS}: the update finished but left conflicts; resolve the listed files, then
-commit. A file of yours that git ignores where the template now has one is kept: the template's
+commit. Without conflicts, the project's own tests run afterwards (--no-test skips them); exit
+code {EXIT_TESTS_FAILED}: the update is in place but tests fail (the way back is printed).
+
+A file of yours that git ignores where the template now has one is kept: the template's
 version is written beside it (NAME.ptscaffold-new) and listed with the conflicts.
 
 Interrupted (Ctrl-C, SIGTERM, SIGHUP) or failed, an update puts the project back as it was; one
@@ -239,6 +243,13 @@ def update(
         typer.Option("--to", metavar="REF", help="Template version or git ref to update to."),
     ] = None,
     trust: TrustOption = False,
+    test: Annotated[
+        bool,
+        typer.Option(
+            "--test/--no-test",
+            help="After an update without conflicts, run the project's own tests (default).",
+        ),
+    ] = True,
     dry_run: Annotated[
         bool,
         typer.Option(
@@ -297,10 +308,39 @@ def update(
         )
         raise typer.Exit(EXIT_CONFLICTS)
     if not quiet:
-        typer.echo(
-            f"Updated {result.project} from {result.old_version} to {result.new_version}. "
-            "Review with `git diff`, then commit."
-        )
+        typer.echo(f"Updated {result.project} from {result.old_version} to {result.new_version}.")
+    if test:
+        _test_after_update(result.project, quiet)
+    if not quiet:
+        typer.echo("Review with `git diff`, then commit.")
+
+
+def _test_after_update(project: Path, quiet: bool) -> None:
+    """The project's own tests; failing, the update stays and the way back is named (exit 5)."""
+    from ._aftercheck import head_commit, run_project_tests
+    from ._update import _read_answers
+
+    package = str(_read_answers(project).get("package_name", ""))
+    if not quiet:
+        typer.echo("Running the project's tests...")
+    report = _run(run_project_tests, project, package)
+    if not report.ran:
+        typer.echo(f"Tests not run: {report.summary}; run `python -m pytest` in it.", err=True)
+        return
+    if report.passed:
+        if not quiet:
+            typer.echo(f"The project's tests pass: {report.summary}.")
+        return
+    typer.echo(f"The project's tests fail after the update: {report.summary}", err=True)
+    for name in report.failed:
+        typer.echo(f"  {name}", err=True)
+    before = head_commit(project)
+    typer.echo(
+        "The update is in place. To go back to the commit before it: "
+        f"git reset --hard {before} && git clean -fd",
+        err=True,
+    )
+    raise typer.Exit(EXIT_TESTS_FAILED)
 
 
 def _show_preview(preview: Any) -> None:

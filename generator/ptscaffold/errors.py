@@ -8,6 +8,7 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_CONFLICTS = 3
 EXIT_OUTDATED = 4  # `check`: a newer template version is available
+EXIT_TESTS_FAILED = 5  # `update` done, but the project's own tests fail after it
 # Stopped by a signal: 128 + its number, as a shell reports a process the signal ended
 EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT)
 EXIT_TERMINATED = 143  # SIGTERM (`timeout`, a CI cancel)
@@ -17,6 +18,7 @@ EXIT_CODES_HELP = (
     f"Exit codes: {EXIT_OK} ok, {EXIT_ERROR} error, {EXIT_USAGE} usage or invalid answers, "
     f"{EXIT_CONFLICTS} update finished (or, with --dry-run, would finish) with conflicts, "
     f"{EXIT_OUTDATED} check: a newer template version is available, "
+    f"{EXIT_TESTS_FAILED} update done but the project's tests fail, "
     f"{EXIT_INTERRUPTED} interrupted (Ctrl-C), "
     f"{EXIT_TERMINATED} stopped by SIGTERM, {EXIT_HANGUP} by SIGHUP."
 )
