@@ -225,6 +225,11 @@ def test_ci_os_renders_the_matrix(render_project, ci_os: str):
         assert job["runs-on"] == "ubuntu-latest" and "strategy" not in job
     steps = [step.get("run", "") for step in job["steps"]]
     assert "python -m pytest" in steps
+    # A weekly job asks ptscaffold whether a newer template is out (exit 4 fails it)
+    triggers = workflow[True]  # YAML 1.1 reads the key `on` as True
+    assert triggers["schedule"] and "workflow_dispatch" in triggers
+    update = workflow["jobs"]["template-update"]
+    assert "schedule" in update["if"] and update["steps"][-1]["run"] == "ptscaffold check"
 
 
 def test_no_ci_no_workflow_and_nothing_else_changes(render_project):
