@@ -16,12 +16,15 @@ from importlib.metadata import version
 from pathlib import Path
 
 import pytest
+import test_update
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
-from ptscaffold_testing import REPO_ROOT, commit_all, copy_template, git, set_version
+from ptscaffold_testing import REPO_ROOT, commit_all
+from test_update import NOTES_V1, NOTES_V2
 
-NOTES_V1 = "alpha\nbeta\ngamma\ndelta\nepsilon\nzeta\neta\ntheta\n"
-NOTES_V2 = NOTES_V1.replace("alpha", "alpha from v2")
+# The update tests' git template source at v1.0.0 (`release_v2()` tags v2.0.0)
+template_repo = test_update.template_repo
+USER_EDIT = ("delta", "delta edited by the user")  # a line v2 leaves alone: a clean merge
 
 
 def _copier_range() -> SpecifierSet:
@@ -42,7 +45,7 @@ def _lowest() -> str:
 
 
 @pytest.mark.slow
-def test_new_and_update_work_on_the_lowest_copier(tmp_path: Path):
+def test_new_and_update_work_on_the_lowest_copier(tmp_path: Path, template_repo):
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
     python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
@@ -82,28 +85,20 @@ def test_new_and_update_work_on_the_lowest_copier(tmp_path: Path):
     assert (tmp_path / "bundled" / "src" / "bundled" / "train.py").is_file()
 
     # update, from a git template source: preview, then the merge of a user edit
-    repo = copy_template(tmp_path / "template")
-    set_version(repo, "1.0.0")
-    (repo / "template" / "NOTES.md").write_text(NOTES_V1)
-    git(repo, "init", "-q")
-    commit_all(repo, "v1")
-    git(repo, "tag", "v1.0.0")
+    repo, release_v2 = template_repo
     made = ptscaffold("new", "proj", "--defaults", "-q", "--template", str(repo))
     assert made.returncode == 0, made.stderr
     project = tmp_path / "proj"
     notes = project / "NOTES.md"
-    notes.write_text(NOTES_V1.replace("theta", "theta edited by the user"))
+    notes.write_text(NOTES_V1.replace(*USER_EDIT))
     commit_all(project, "user edit")
-    set_version(repo, "2.0.0")
-    (repo / "template" / "NOTES.md").write_text(NOTES_V2)
-    commit_all(repo, "v2")
-    git(repo, "tag", "v2.0.0")
+    release_v2()
 
     preview = ptscaffold("update", str(project), "--dry-run")
     assert preview.returncode == 0, preview.stderr
     assert "modified  NOTES.md" in preview.stdout
-    assert notes.read_text() == NOTES_V1.replace("theta", "theta edited by the user")
+    assert notes.read_text() == NOTES_V1.replace(*USER_EDIT)
 
     updated = ptscaffold("update", str(project), "--no-test")
     assert updated.returncode == 0, updated.stderr
-    assert notes.read_text() == NOTES_V2.replace("theta", "theta edited by the user")
+    assert notes.read_text() == NOTES_V2.replace(*USER_EDIT)
