@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Migration: carry the user's edits of a generated file to the path the template moved it to.
+"""Migration: carry the user's edits of generated files to the paths the template moved them to.
 
 Copier sees a moved template file as one file deleted and another added: on update it deletes
 the user's copy at the old path and writes a fresh one at the new path, with no warning. A
@@ -7,18 +7,23 @@ the user's copy at the old path and writes a fresh one at the new path, with no 
 file into the new one against an empty base, so every user edit comes back as a conflict.
 
 So copier.yml runs this script as an `after` migration of the template version that moved the
-file (paths are relative to the project and may use answers, e.g. `src/{{ package_name }}/x.py`):
+files, one OLD NEW pair per moved file (paths are relative to the project and may use answers,
+e.g. `src/{{ package_name }}/x.py`):
 
     _migrations:
       - version: "1.2.0"
         command: ["{{ _copier_python }}", "{{ _copier_conf.src_path }}/hooks/move_file.py",
-                  "OLD/PATH", "NEW/PATH"]
+                  "OLD/PATH", "NEW/PATH", "OTHER/OLD", "OTHER/NEW"]
 
-It does the merge copier does for a file that stays put: base = the old template version's
-rendering of OLD (rendered again here, with the project's previous answers), ours = the user's
-OLD (from HEAD: copier updates only a clean project), theirs = the fresh NEW. Overlaps get
-copier's conflict markers and are marked unmerged in git's index. A user who had deleted OLD
-gets no NEW either.
+For each pair it does the merge copier does for a file that stays put: base = the old template
+version's rendering of OLD (rendered again here, once for all the pairs, with the project's
+previous answers), ours = the user's OLD (from HEAD: copier updates only a clean project),
+theirs = the fresh NEW. Overlaps get copier's conflict markers and are marked unmerged in git's
+index. A pair whose NEW this version does not render is skipped (a file that exists only for
+some answers), and so is one whose OLD the old version did not render; a user who had deleted
+OLD gets no NEW either.
+
+An odd number of paths ends with the answers file (by default `.copier-answers.yml`).
 """
 
 from __future__ import annotations
@@ -27,9 +32,12 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+ANSWERS_FILE = ".copier-answers.yml"
 LABELS = ["-L", "before updating", "-L", "last update", "-L", "after updating"]
+USAGE = "OLD_PATH NEW_PATH [OLD_PATH NEW_PATH ...] [ANSWERS_FILE]"
 
 
 def _git(*args: str, input: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
@@ -41,12 +49,15 @@ def _at_head(path: str) -> bytes | None:
     return proc.stdout if proc.returncode == 0 else None
 
 
-def _old_rendering(path: str, answers_file: str) -> bytes | None:
-    """OLD as the template version the project came from rendered it (None: not rendered)."""
+def _old_renderings(paths: Iterable[str], answers_file: str) -> dict[str, bytes | None]:
+    """Each of `paths` as the template version the project came from rendered it (None: not
+    rendered), from one rendering of that version."""
     import copier
     import yaml
 
     answers = yaml.safe_load(_at_head(answers_file) or b"") or {}
+    if not isinstance(answers, dict):
+        raise ValueError(f"{answers_file} is not a copier answers file")
     ref = os.environ.get("VERSION_FROM") or answers.get("_commit")
     data = {k: v for k, v in answers.items() if not str(k).startswith("_")}
     with tempfile.TemporaryDirectory(prefix="ptscaffold-move.") as tmp:
@@ -61,8 +72,11 @@ def _old_rendering(path: str, answers_file: str) -> bytes | None:
             skip_tasks=True,
             unsafe=True,
         )
-        rendered = Path(tmp, path)
-        return rendered.read_bytes() if rendered.is_file() else None
+        return {path: _read(Path(tmp, path)) for path in paths}
+
+
+def _read(path: Path) -> bytes | None:
+    return path.read_bytes() if path.is_file() else None
 
 
 def _mark_unmerged(path: str, base: bytes, ours: bytes, theirs: bytes) -> None:
@@ -76,44 +90,76 @@ def _mark_unmerged(path: str, base: bytes, ours: bytes, theirs: bytes) -> None:
     _git("update-index", "--index-info", input="\n".join(lines).encode())
 
 
-def main(old: str, new: str, answers_file: str = ".copier-answers.yml") -> int:
-    new_path = Path(new)
-    if not new_path.is_file():  # this version does not render NEW for these answers
-        return 0
-    ours = _at_head(old)
-    if ours is None:
-        # OLD was not rendered before, or the user deleted it: then NEW goes too, as copier
-        # keeps a file the user deleted deleted.
-        try:
-            if _old_rendering(old, answers_file) is not None:
-                new_path.unlink()
-        except Exception as exc:
-            print(f"move_file.py: cannot render the previous {old} ({exc})", file=sys.stderr)
-        return 0
-    theirs = new_path.read_bytes()
-    try:
-        base = _old_rendering(old, answers_file) or b""
-    except Exception as exc:  # merge without a base: every difference becomes a conflict
-        print(f"move_file.py: cannot render the previous {old} ({exc})", file=sys.stderr)
-        base = b""
+def _merge(ours: bytes, base: bytes, theirs: bytes) -> subprocess.CompletedProcess[bytes]:
     with tempfile.TemporaryDirectory(prefix="ptscaffold-move.") as tmp:
         files = []
         for name, blob in (("ours", ours), ("base", base), ("theirs", theirs)):
             files.append(Path(tmp, name))
             files[-1].write_bytes(blob)
-        merged = _git("merge-file", "-p", *LABELS, *map(str, files))
+        return _git("merge-file", "-p", *LABELS, *map(str, files))
+
+
+def move(old: str, new: str, previous: dict[str, bytes | None] | None) -> None:
+    """Carry the user's OLD into NEW; `previous` maps OLD to the old version's rendering of it
+    (None as a whole: that rendering failed)."""
+    new_path = Path(new)
+    rendered = None if previous is None else previous.get(old)
+    if previous is not None and rendered is None:
+        return  # the old version did not render OLD: a file there is the user's own
+    ours = _at_head(old)
+    if ours is None:
+        # The user deleted OLD: then NEW goes too, as copier keeps a deleted file deleted.
+        # (Unless the old rendering failed: then NEW stays, as nothing says OLD was ever there.)
+        if rendered is not None:
+            new_path.unlink()
+        return
+    theirs = new_path.read_bytes()
+    # Without a base (the old rendering failed) every difference becomes a conflict
+    base = rendered or b""
+    merged = _merge(ours, base, theirs)
     if merged.returncode > 127:  # binary file or error: keep the user's version
         new_path.write_bytes(ours)
-        return 0
+        return
     new_path.write_bytes(merged.stdout)
     Path(old).unlink(missing_ok=True)
+    _drop_rejection(old)
     if merged.returncode > 0:
         _mark_unmerged(new, base, ours, theirs)
         print(f"move_file.py: {new} (moved from {old}) has conflicts", file=sys.stderr)
+
+
+def _drop_rejection(old: str) -> None:
+    """With `--conflict rej` copier applies the user's diff to OLD, the user's own version by
+    then, so it rejects the user's edits into OLD.rej before it deletes OLD: the edits this
+    migration carried into NEW, not a conflict left to resolve."""
+    rejection = f"{old}.rej"
+    if _at_head(rejection) is None:
+        Path(rejection).unlink(missing_ok=True)
+
+
+def main(pairs: Sequence[tuple[str, str]], answers_file: str = ANSWERS_FILE) -> int:
+    # A NEW this version does not render for these answers has nothing to carry edits into
+    moves = [(old, new) for old, new in pairs if Path(new).is_file()]
+    if not moves:
+        return 0
+    try:
+        previous = _old_renderings([old for old, _ in moves], answers_file)
+    except Exception as exc:
+        print(f"move_file.py: cannot render the previous version ({exc})", file=sys.stderr)
+        previous = None
+    for old, new in moves:
+        move(old, new, previous)
     return 0
 
 
+def parse_args(args: Sequence[str]) -> tuple[list[tuple[str, str]], str]:
+    """OLD NEW pairs and the answers file from the command line (SystemExit: bad usage)."""
+    if len(args) < 2:
+        sys.exit(f"usage: {Path(sys.argv[0]).name} {USAGE}")
+    answers_file = args[-1] if len(args) % 2 else ANSWERS_FILE
+    paths = args[:-1] if len(args) % 2 else args
+    return list(zip(paths[::2], paths[1::2], strict=True)), answers_file
+
+
 if __name__ == "__main__":
-    if len(sys.argv) not in (3, 4):
-        sys.exit(f"usage: {Path(sys.argv[0]).name} OLD_PATH NEW_PATH [ANSWERS_FILE]")
-    sys.exit(main(*sys.argv[1:]))
+    sys.exit(main(*parse_args(sys.argv[1:])))

@@ -81,7 +81,9 @@ def tree_state(path: Path) -> dict[str, str]:
 
 
 def copy_template(dest: Path) -> Path:
-    """A copy of this repository's template (copier.yml, template/, hooks/)."""
+    """A copy of this repository's template (copier.yml, template/, hooks/), without its
+    `_migrations`: they belong to this repository's releases, and the made-up versions the
+    tests give a copy (0.0.1, 1.0.0, 99.0.0, ...) would run them between unrelated trees."""
     dest.mkdir(parents=True, exist_ok=True)
     for name in TEMPLATE_PATHS:
         src = REPO_ROOT / name
@@ -89,7 +91,18 @@ def copy_template(dest: Path) -> Path:
             shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
         else:
             shutil.copy2(src, dest / name)
+    config = dest / "copier.yml"
+    config.write_text(without_migrations(config.read_text()))
     return dest
+
+
+def without_migrations(config: str) -> str:
+    """copier.yml text with its `_migrations` block replaced by `_migrations: []`."""
+    import re
+
+    new, count = re.subn(r"(?m)^_migrations:.*\n(?:[ \t].*\n)*", "_migrations: []\n", config)
+    assert count == 1, "`_migrations` not found in copier.yml"
+    return new
 
 
 def set_version(template_root: Path, version: str) -> None:

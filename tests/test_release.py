@@ -3,7 +3,8 @@ project made by ptscaffold 0.1.0 updates to this version on a machine that never
 
 The 0.1.0 projects are made as a 0.1.0 user made them: by the ptscaffold of the 0.1.0 release
 commit (a copy of that commit, run from its own `generator/`), recording 0.1.0's `_src_path`.
-They are updated by this checkout's ptscaffold with empty caches.
+They are updated by this checkout's ptscaffold with empty caches. 0.2.0 projects, made the
+same way by the 0.2.0 release, carry their edits of the files 0.3.0 moved to the new paths.
 """
 
 from __future__ import annotations
@@ -85,21 +86,29 @@ def test_a_release_is_the_last_commit_of_its_version(tmp_path: Path):
 # --- a 0.1.0 project, updated --------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def release_checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """This repository as it was at the 0.1.0 release commit."""
-    commit = dict(_history.releases(REPO_ROOT))[OLD]
+def checkout_release(version: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This repository as it was at the release commit of `version`."""
+    commit = dict(_history.releases(REPO_ROOT))[version]
     archive = subprocess.run(
         ["git", "archive", "--format=tar", commit], cwd=REPO_ROOT, capture_output=True, check=True
     ).stdout
-    root = tmp_path_factory.mktemp("ptscaffold-0.1.0")
+    root = tmp_path_factory.mktemp(f"ptscaffold-{version}")
     with tarfile.open(fileobj=BytesIO(archive)) as tar:
         tar.extractall(root, filter="data")
     return root
 
 
-def make_old_project(release_checkout: Path, dest: Path, answers: dict[str, str]) -> Path:
-    """`ptscaffold new` as ptscaffold 0.1.0 ran it, with a cache of its own."""
+@pytest.fixture(scope="module")
+def release_checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This repository as it was at the 0.1.0 release commit."""
+    return checkout_release(OLD, tmp_path_factory)
+
+
+def make_old_project(
+    release_checkout: Path, dest: Path, answers: dict[str, str], version: str = OLD
+) -> Path:
+    """`ptscaffold new` as ptscaffold `version` (of `release_checkout`) ran it, with a cache of
+    its own."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     env = {
         **os.environ,
@@ -116,21 +125,39 @@ def make_old_project(release_checkout: Path, dest: Path, answers: dict[str, str]
         capture_output=True,
     )
     recorded = yaml.safe_load((dest / ".copier-answers.yml").read_text())
-    assert recorded["_commit"] == f"v{OLD}"
-    assert recorded["_src_path"] in _template.LEGACY_URLS
+    assert recorded["_commit"] == f"v{version}"
+    addresses = _template.LEGACY_URLS if version == OLD else (_template.CANONICAL_URL,)
+    assert recorded["_src_path"] in addresses
     return dest
 
 
-def unchanged_files(old: Path, answers: dict[str, str], tmp_path: Path) -> list[str]:
-    """Python files this version renders exactly as 0.1.0 did, for `answers`."""
+def moves_of(version: str, package: str = "proj") -> dict[str, str]:
+    """Old path -> new path of each file that copier.yml's migration of `version` moves, for a
+    package named `package`."""
+    config = yaml.safe_load((REPO_ROOT / "copier.yml").read_text())
+    (command,) = [m["command"] for m in config["_migrations"] if m["version"] == version]
+    paths = [path.replace("{{ package_name }}", package) for path in command[2:]]
+    return dict(zip(paths[::2], paths[1::2], strict=True))
+
+
+MOVED_IN = "0.3.0"  # the version that grouped the package by role
+
+
+def unchanged_files(old: Path, answers: dict[str, str], tmp_path: Path) -> list[tuple[str, str]]:
+    """Python files (not empty) this version renders exactly as 0.1.0 did, for `answers`: their
+    path in the 0.1.0 project and in this version, moved ones first."""
     new = ptscaffold.new(
         tmp_path / "current" / old.name, data=answers, defaults=True, git=False, quiet=True
     )
-    return sorted(
-        path
-        for path, content in tm.read_tree(old).items()
-        if path.endswith(".py") and (new / path).is_file() and (new / path).read_bytes() == content
-    )
+    moves = moves_of(MOVED_IN)
+    same = []
+    for path, content in tm.read_tree(old).items():
+        there = moves.get(path, path)
+        if not (path.endswith(".py") and content.strip() and (new / there).is_file()):
+            continue
+        if (new / there).read_bytes() == content:
+            same.append((path, there))
+    return sorted(same, key=lambda paths: (paths[0] == paths[1], paths))
 
 
 def edit_where_unchanged(old: Path, new: Path, line: str) -> None:
@@ -165,25 +192,26 @@ def test_a_0_1_0_project_updates_keeping_its_edits(
     package = project / "src" / "proj"
     kept = unchanged_files(project, answers, tmp_path)
     assert kept, "some file is the same in both versions"
-    untouched = project / kept[0]
+    untouched, there = project / kept[0][0], project / kept[0][1]
     untouched.write_text(untouched.read_text() + NOTE)  # a file the template did not change
+    ours = untouched.read_text()
     readme = project / "README.md"
     edit_where_unchanged(readme, tmp_path / "current" / "proj" / "README.md", OUR_LINE)
     commit_all(project, "the user's edits")
-    user_files = tree_state(project)
 
     fresh_caches(monkeypatch, tmp_path)
     result = ptscaffold.update(project, quiet=True)
     assert result.old_version == OLD and result.new_version.lstrip("v") == ptscaffold.__version__
     assert result.conflicts == []
-    assert untouched.read_text().endswith(NOTE), "an edit of an unchanged file survives"
+    # as it was, at the path the template moved it to if it did
+    assert there.read_text() == ours, "an edit of an unchanged file survives"
+    assert untouched == there or not untouched.exists()
     assert OUR_LINE in readme.read_text().splitlines(), "an edit of a changed file merges"
-    assert (package / "step.py").is_file() and (package / "checkpoint" / "checkpointer.py").is_file()
+    assert (package / "step.py").is_file()
+    assert (package / "checkpoint" / "checkpointer.py").is_file()
     recorded = yaml.safe_load((project / ".copier-answers.yml").read_text())
     assert recorded["_commit"] == f"v{ptscaffold.__version__}"
     assert recorded["_src_path"] == _template.CANONICAL_URL, "the 0.1.0 address is migrated"
-    changed = {k for k, v in tree_state(project).items() if user_files.get(k) != v}
-    assert str(untouched.relative_to(project)) not in changed
 
     if not answers:  # the updated project works: its own suite passes
         commit_all(project, "update to the new template")
@@ -225,27 +253,33 @@ def test_updating_back_to_0_1_0_is_refused(
     assert tree_state(project) == before
 
 
-@pytest.mark.slow
-def test_plain_copier_update_works_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    """`copier update` as copier documents it: git reaches git+ptscaffold://template through
-    the git-remote-ptscaffold helper installed beside this interpreter."""
+def plain_copier_update(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`copier update --trust --defaults ARGS` as copier documents it: git reaches
+    git+ptscaffold://template through the git-remote-ptscaffold helper installed beside this
+    interpreter."""
     helper = shutil.which("git-remote-ptscaffold", path=str(Path(sys.executable).parent))
     helper = helper or shutil.which("git-remote-ptscaffold")
     assert helper, "git-remote-ptscaffold is not installed (pip install -e . installs it)"
-    project = ptscaffold.new(tmp_path / "proj", defaults=True, quiet=True)
-    assert not (project / "src" / "proj" / "runtime" / "precision.py").exists()
-    fresh_caches(monkeypatch, tmp_path)
     path = os.pathsep.join([str(Path(helper).parent), os.environ.get("PATH", "")])
-    proc = subprocess.run(
-        [sys.executable, "-m", "copier", "update", "--trust", "--defaults", "--data", "amp=bf16"],
+    return subprocess.run(
+        [sys.executable, "-m", "copier", "update", "--trust", "--defaults", *args],
         cwd=project,
         env={**os.environ, "PATH": path},
         capture_output=True,
         text=True,
         timeout=300,
     )
+
+
+@pytest.mark.slow
+def test_plain_copier_update_works_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    project = ptscaffold.new(tmp_path / "proj", defaults=True, quiet=True)
+    assert not (project / "src" / "proj" / "runtime" / "precision.py").exists()
+    fresh_caches(monkeypatch, tmp_path)
+    proc = plain_copier_update(project, "--data", "amp=bf16")
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert (project / "src" / "proj" / "runtime" / "precision.py").is_file(), "the changed answer renders"
+    precision = project / "src" / "proj" / "runtime" / "precision.py"
+    assert precision.is_file(), "the changed answer renders"
     recorded = yaml.safe_load((project / ".copier-answers.yml").read_text())
     assert recorded["amp"] == "bf16" and recorded["_src_path"] == _template.CANONICAL_URL
 
@@ -281,3 +315,96 @@ def test_an_installed_wheel_updates_a_0_1_0_project_and_serves_plain_copier(
     )
     assert copier.returncode == 0, copier.stderr[-2000:]
     assert (project / "src" / "proj" / "runtime" / "precision.py").is_file()
+
+
+# --- a 0.2.0 project, updated across the moves of 0.3.0 -----------------------------------------
+
+MOVED_FROM = "0.2.0"
+# 0.3.0 grouped the package by role. The files a 0.2.0 user edits here, under src/PKG/: where
+# 0.2.0 had them -> where the current version keeps them (model.py stays, for comparison).
+EDITED_DEFAULTS = {
+    "model.py": "model.py",
+    "data.py": "data/datasets.py",
+    "checkpoint.py": "checkpoint/format.py",
+    "metrics.py": "record/metrics.py",
+}
+EDITED_LANGUAGE_MODEL = {
+    "model.py": "model.py",
+    "data.py": "data/datasets.py",
+    "tokenizer.py": "data/tokenizer.py",
+}
+OUR_COMMENT = "# our own note, which must follow the file wherever the template moves it"
+
+
+@pytest.fixture(scope="module")
+def checkout_0_2_0(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This repository as it was at the 0.2.0 release commit."""
+    return checkout_release(MOVED_FROM, tmp_path_factory)
+
+
+def without_our_comment(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line != OUR_COMMENT]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("answers", "edited", "through"),
+    [
+        ({}, EDITED_DEFAULTS, "ptscaffold"),
+        ({"task": "language_model"}, EDITED_LANGUAGE_MODEL, "copier"),
+    ],
+    ids=["defaults-ptscaffold-update", "language_model-copier-update"],
+)
+def test_a_0_2_0_project_keeps_its_edits_of_moved_files(
+    checkout_0_2_0: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    answers: dict[str, str],
+    edited: dict[str, str],
+    through: str,
+):
+    project = make_old_project(checkout_0_2_0, tmp_path / "old" / "proj", answers, MOVED_FROM)
+    package = project / "src" / "proj"
+    current = ptscaffold.new(
+        tmp_path / "current" / "proj", data=answers, defaults=True, git=False, quiet=True
+    )
+    files = set(git(project, "ls-files").split())
+    moves = moves_of(MOVED_IN)
+    assert {path for path in files if not (current / path).is_file()} == files & moves.keys(), (
+        "each 0.2.0 file this version does not render is one the migration moves"
+    )
+    assert all((current / moves[path]).is_file() for path in files & moves.keys())
+    fresh = {old: (current / "src" / "proj" / new).read_text() for old, new in edited.items()}
+    assert any(fresh[old] != (package / old).read_text() for old in edited if old != edited[old]), (
+        "the template changed a moved file too, so the move is a three-way merge"
+    )
+    for old, new in edited.items():
+        edit_where_unchanged(package / old, current / "src" / "proj" / new, OUR_COMMENT)
+    commit_all(project, "the user's edits")
+
+    fresh_caches(monkeypatch, tmp_path)
+    if through == "ptscaffold":
+        result = ptscaffold.update(project, quiet=True)
+        assert result.old_version == MOVED_FROM and result.conflicts == []
+    else:
+        proc = plain_copier_update(project, "--quiet")
+        assert proc.returncode == 0, proc.stderr[-2000:]
+    recorded = yaml.safe_load((project / ".copier-answers.yml").read_text())
+    assert recorded["_commit"] == f"v{ptscaffold.__version__}"
+    assert git(project, "diff", "--name-only", "--diff-filter=U") == ""
+    for old, new in edited.items():
+        if old != new:
+            assert not (package / old).exists(), f"{old} moved to {new}"
+        text = (package / new).read_text()
+        assert OUR_COMMENT in text.splitlines(), f"the edit of {old} is in {new}"
+        assert without_our_comment(text) == fresh[old].splitlines(), (
+            f"{new} has the template's changes and nothing else of the merge"
+        )
+
+    modules = ["train", *(new.removesuffix(".py").replace("/", ".") for new in edited.values())]
+    imports = "; ".join(f"import proj.{module}" for module in modules)
+    env = {**os.environ, "PYTHONPATH": str(project / "src"), "PYTHONDONTWRITEBYTECODE": "1"}
+    proc = subprocess.run(
+        [sys.executable, "-c", imports], cwd=project, env=env, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shutil
@@ -151,11 +152,16 @@ def _release_moved(root: Path, notes: str, migration: bool) -> Path:
     (root / "template" / "docs").mkdir(exist_ok=True)
     (root / "template" / "docs" / "NOTES.md").write_text(notes)
     if migration:
-        config = root / "copier.yml"
-        text, count = re.subn(r"(?m)^_migrations: \[\]\n", MOVE_MIGRATION, config.read_text())
-        assert count == 1, "`_migrations: []` not found in copier.yml"
-        config.write_text(text)
+        _set_migrations(root, MOVE_MIGRATION)
     return root
+
+
+def _set_migrations(root: Path, migrations: str) -> None:
+    """Put `migrations` in place of the `_migrations: []` of the copied copier.yml."""
+    config = root / "copier.yml"
+    text, count = re.subn(r"(?m)^_migrations: \[\]\n", migrations, config.read_text())
+    assert count == 1, "`_migrations: []` not found in copier.yml"
+    config.write_text(text)
 
 
 # v2 changes `alpha` only: with the user's `theta` edit the merge is clean.
@@ -218,6 +224,115 @@ def test_moved_file_with_plain_copier_update(tmp_path, template_repo):
         "theta", "theta edited by the user"
     )
     assert git(project, "diff", "--name-only", "--diff-filter=U") == ""
+
+
+# One migration moves several files: OLD NEW pairs, the previous version rendered once for all.
+OTHER_V1 = "one\ntwo\nthree\nfour\nfive\nsix\nseven\n"
+OTHER_MOVED = OTHER_V1.replace("seven", "seven from v2")
+# NOTES.md and OTHER.md move into docs/; docs/GONE.md is not rendered (the pair is skipped);
+# v1 rendered no MINE.md, so a MINE.md of the user's is left alone beside v2's docs/MINE.md.
+MOVES_MIGRATION = """_migrations:
+  - version: "2.0.0"
+    command: ["{{ _copier_python }}", "{{ _copier_conf.src_path }}/hooks/move_file.py",
+              NOTES.md, docs/NOTES.md, GONE.md, docs/GONE.md, OTHER.md, docs/OTHER.md,
+              MINE.md, docs/MINE.md]
+"""
+MOVES = ["NOTES.md", "docs/NOTES.md", "OTHER.md", "docs/OTHER.md", "MINE.md", "docs/MINE.md"]
+
+
+def _template_repo_with_other(root: Path) -> Path:
+    """The template at v1.0.0 (a git repository), rendering OTHER.md beside NOTES.md."""
+    repo = _template_version(root, "1.0.0", NOTES_V1, added=False)
+    (repo / "template" / "OTHER.md").write_text(OTHER_V1)
+    git(repo, "init", "-q")
+    commit_all(repo, "v1")
+    git(repo, "tag", "v1.0.0")
+    return repo
+
+
+def _release_moves(repo: Path) -> None:
+    """v2.0.0 of `repo`: one migration moves NOTES.md and OTHER.md into docs/."""
+    _release_moved(repo, NOTES_MOVED, migration=False)
+    (repo / "template" / "OTHER.md").unlink()
+    (repo / "template" / "docs" / "OTHER.md").write_text(OTHER_MOVED)
+    (repo / "template" / "docs" / "MINE.md").write_text("the template's MINE.md\n")
+    _set_migrations(repo, MOVES_MIGRATION)
+    commit_all(repo, "v2")
+    git(repo, "tag", "v2.0.0")
+
+
+def _edit_other_files(project: Path) -> None:
+    """The user's edits: NOTES.md and OTHER.md, and a MINE.md of their own."""
+    other = project / "OTHER.md"
+    other.write_text(other.read_text().replace("two", "two edited by the user"))
+    (project / "MINE.md").write_text("mine\n")
+    _user_edits(project)  # NOTES.md, then commits
+
+
+def _check_moved_with_edits(project: Path) -> None:
+    assert not (project / "NOTES.md").exists() and not (project / "OTHER.md").exists()
+    notes, other = (project / "docs" / "NOTES.md"), (project / "docs" / "OTHER.md")
+    assert notes.read_text() == NOTES_MOVED.replace("theta", "theta edited by the user")
+    assert other.read_text() == OTHER_MOVED.replace("two", "two edited by the user")
+    assert (project / "MINE.md").read_text() == "mine\n"
+    assert git(project, "diff", "--name-only", "--diff-filter=U") == ""
+
+
+@pytest.mark.parametrize("conflict", ["inline", "rej"])
+def test_one_migration_moves_several_files(tmp_path, conflict):
+    repo = _template_repo_with_other(tmp_path / "tpl-repo")
+    project = ptscaffold.new(tmp_path / "proj", defaults=True, template=str(repo), quiet=True)
+    _edit_other_files(project)
+    _release_moves(repo)
+    result = invoke("update", str(project), "--trust", "--conflict", conflict)
+    assert result.exit_code == 0, result.stderr + result.stdout
+    _check_moved_with_edits(project)
+    assert not list(project.rglob("*.rej")), "the carried edits are no rejected hunks"
+    assert (project / "docs" / "MINE.md").read_text() == "the template's MINE.md\n"
+    assert not (project / "docs" / "GONE.md").exists()
+
+
+def _load_hook(path: Path):
+    spec = importlib.util.spec_from_file_location("move_file_under_test", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_moved_files_render_the_previous_version_once(tmp_path, monkeypatch):
+    """What copier leaves before its `after` migrations (OLD gone, a fresh NEW), then the
+    migration in-process, counting copier's renders."""
+    import copier
+
+    repo = _template_repo_with_other(tmp_path / "tpl-repo")
+    project = ptscaffold.new(tmp_path / "proj", defaults=True, template=str(repo), quiet=True)
+    _edit_other_files(project)
+    for name in ("NOTES.md", "OTHER.md"):
+        (project / name).unlink()
+    (project / "docs").mkdir()
+    (project / "docs" / "NOTES.md").write_text(NOTES_MOVED)
+    (project / "docs" / "OTHER.md").write_text(OTHER_MOVED)
+    renders = []
+    render = copier.run_copy
+    monkeypatch.setattr(copier, "run_copy", lambda *a, **k: renders.append(a) or render(*a, **k))
+    monkeypatch.delenv("VERSION_FROM", raising=False)  # the answers file's _commit, then
+    monkeypatch.chdir(project)
+    hook = _load_hook(repo / "hooks" / "move_file.py")
+    assert hook.main(*hook.parse_args(MOVES)) == 0
+    assert len(renders) == 1
+    _check_moved_with_edits(project)
+
+
+def test_move_file_usage(tmp_path):
+    hook = REPO_ROOT / "hooks" / "move_file.py"
+    proc = subprocess.run([sys.executable, str(hook), "only-one"], capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == (
+        "usage: move_file.py OLD_PATH NEW_PATH [OLD_PATH NEW_PATH ...] [ANSWERS_FILE]"
+    )
+    parse = _load_hook(hook).parse_args
+    assert parse(["a", "b", "c", "d"]) == ([("a", "b"), ("c", "d")], ".copier-answers.yml")
+    assert parse(["a", "b", "answers.yml"]) == ([("a", "b")], "answers.yml")
 
 
 def _strip_git(state: dict[str, str]) -> dict[str, str]:

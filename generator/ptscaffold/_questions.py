@@ -11,7 +11,7 @@ only what copier lacks:
 - an answer to a question that does not apply (its `when` is false) is refused, where copier
   would render it and silently leave it out of the answers file;
 - every refusal is one `AnswersError` line naming the question;
-- a template nobody trusted that has Jinja extensions, tasks or migrations is refused before
+- a template nobody trusted that has Jinja extensions or tasks is refused before
   copier's Jinja environment, which imports the extensions, exists.
 
 Cross-question rules belong in copier.yml as `validator`s, so plain `copier copy` users get
@@ -100,13 +100,15 @@ class Walk:
     prompted: list[str] = field(default_factory=list)  # would be asked without --defaults
 
 
-# The copier.yml settings (`_jinja_extensions`, ...) that run code on this machine
-_UNSAFE_SETTINGS = ("jinja_extensions", "migrations", "tasks")
+# The copier.yml settings that run code on this machine when a project is made: Jinja
+# extensions (imported as the questions are read) and tasks. Migrations run only on update,
+# where copier refuses those that would run for an untrusted template, as it does here.
+_UNSAFE_SETTINGS = ("jinja_extensions", "tasks")
 
 
 def _refuse_unsafe(template: Template) -> None:
-    """Raise copier's UnsafeTemplateError when `template` has Jinja extensions, tasks or
-    migrations (its copier.yml read as copier reads it: `!include`s, copier.yaml)."""
+    """Raise copier's UnsafeTemplateError when `template` has Jinja extensions or tasks (its
+    copier.yml read as copier reads it: `!include`s, copier.yaml)."""
     used = [name for name in _UNSAFE_SETTINGS if template.config_data.get(name)]
     if used:
         raise UnsafeTemplateError(used)
@@ -119,7 +121,7 @@ class Questionnaire:
     any) holds the answers recorded by an earlier copy, as copier reads them.
 
     A template not `trusted` (neither bundled nor passed with --trust) that has Jinja
-    extensions, tasks or migrations is refused here, with copier's UnsafeTemplateError: copier's
+    extensions or tasks is refused here, with copier's UnsafeTemplateError: copier's
     Jinja environment, which reading the questions builds, imports the extensions (running
     their code), and copier's own trust check comes only with a copy or an update.
     """
