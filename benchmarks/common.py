@@ -485,7 +485,9 @@ def import_project(spec: dict[str, Any]) -> SimpleNamespace:
         "step": "step",
         "train": "train",
     }
-    return SimpleNamespace(**{n: importlib.import_module(f"{package}.{m}") for n, m in modules.items()})
+    return SimpleNamespace(
+        **{n: importlib.import_module(f"{package}.{m}") for n, m in modules.items()}
+    )
 
 
 def timed_run_args(spec: dict[str, Any], clock: StepClock, batch: int) -> list[str]:

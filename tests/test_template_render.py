@@ -474,7 +474,10 @@ FOOTPRINTS = (
     Footprint(
         "logger=mlflow",
         lambda a: a["logger"] == "mlflow",
-        (Mark(r"^from mlflow\b", files=r"^src/"), Mark(r'"mlflow-skinny>=', files=r"^pyproject\.toml$")),
+        (
+            Mark(r"^from mlflow\b", files=r"^src/"),
+            Mark(r'"mlflow-skinny>=', files=r"^pyproject\.toml$"),
+        ),
     ),
     Footprint(
         "tracker",
