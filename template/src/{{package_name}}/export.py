@@ -20,37 +20,17 @@ pickled code) or an OUT that cannot be written (or holds anything but an earlier
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
-from typing import Any
 
 from torch import nn
 
 from . import TASK, TEMPLATE_VERSION
-from .checkpoint.format import (
-    EXPORTED_WEIGHTS,
-    CheckpointError,
-    check_task,
-    first_line,
-    load_checkpoint,
-)
-from .config import config_from_dict
+from .checkpoint.exported import CONFIG_FILE, EXPORTED_WEIGHTS, KEYS, read_exported, safetensors_module
+from .checkpoint.format import CheckpointError, check_task, load_checkpoint
+from .checkpoint.inference import inference_model
 from .ema import inference_weights
-from .model import build_model
 from .runtime.files import remove_entry, replace_folder, write_json, write_whole
-
-CONFIG_FILE = "config.json"
-# What an export keeps of a checkpoint: enough to build the model and prepare its inputs
-KEYS = ("template_version", "task", "config", "data_info")
-
-
-def _safetensors() -> Any:
-    try:
-        import safetensors.torch
-    except ImportError:
-        raise CheckpointError("exports need safetensors: pip install -e .[export]") from None
-    return safetensors
 
 
 def export(checkpoint: Path, out: Path) -> Path:
@@ -65,7 +45,7 @@ def export(checkpoint: Path, out: Path) -> Path:
     description = {key: state.get(key) for key in KEYS} | {
         "template_version": state.get("template_version", TEMPLATE_VERSION)
     }
-    serialized = _safetensors().torch.save(weights)
+    serialized = safetensors_module().torch.save(weights)
     staging = out.with_name(f".{out.name}.tmp")
     try:
         remove_entry(staging)  # left by an export that was killed
@@ -87,31 +67,9 @@ def _check_replaceable(out: Path) -> None:
         raise CheckpointError(f"{out}: exists and is not an export (choose a new or empty folder)")
 
 
-def read_exported(path: Path) -> dict[str, Any]:
-    """An export as a checkpoint dict (its keys as a checkpoint has them, `model` included)."""
-    safetensors = _safetensors()
-    try:
-        description = json.loads((path / CONFIG_FILE).read_text(encoding="utf-8"))
-        weights = safetensors.torch.load_file(path / EXPORTED_WEIGHTS, device="cpu")
-    except FileNotFoundError as err:
-        missing = Path(err.filename).name if err.filename else EXPORTED_WEIGHTS  # safetensors names none
-        raise CheckpointError(f"{path}: not an export (no {missing})") from None
-    except (OSError, ValueError, safetensors.SafetensorError) as err:  # unreadable, torn, not JSON
-        raise CheckpointError(f"{path}: corrupt export ({first_line(err)})") from None
-    if not isinstance(description, dict) or any(key not in description for key in KEYS):
-        raise CheckpointError(
-            f"{path}: not an export of this project ({CONFIG_FILE} lacks {', '.join(KEYS)})"
-        )
-    return {**description, "model": weights}
-
-
 def load_exported(path: Path) -> nn.Module:
     """The exported model, built from its config and loaded with its weights, in eval mode."""
-    state = read_exported(path)
-    check_task(state, TASK)
-    model = build_model(config_from_dict(state["config"]).model, state["data_info"])
-    model.load_state_dict(state["model"])
-    return model.eval()
+    return inference_model(read_exported(path))
 
 
 def main(argv: list[str] | None = None) -> int:

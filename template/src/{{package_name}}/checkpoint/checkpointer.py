@@ -51,6 +51,17 @@ class Stateful(Protocol):
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
 
 
+class SavedFields:
+    """`Stateful` for a dataclass: its state is its fields, as plain values."""
+
+    def state_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            setattr(self, name, value)
+
+
 def find_resume(cfg: Config, run_dir: Path) -> dict[str, Any] | None:
     """The checkpoint `resume` asks for: none, the newest loadable one of the run, or a path."""
     if cfg.resume == "none":

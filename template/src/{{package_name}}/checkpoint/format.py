@@ -25,7 +25,10 @@ from typing import Any
 
 import torch
 
+from ..runtime.errors import first_line
 from ..runtime.files import copy_whole, remove_entry, replace_folder, writing
+from .errors import CheckpointError
+from .exported import is_export, read_exported
 
 log = logging.getLogger(__name__)
 
@@ -33,15 +36,8 @@ _STEP_FILE = re.compile(r"step_(\d+)(\.pt)?")
 # What a save writes before its rename (a file, or a sharded checkpoint's folder); left behind
 # only by a process killed mid-save
 _PARTIAL_GLOB = ".*.tmp"
-# In a sharded checkpoint's folder: DCP's index of the tensors (written last by DCP) and the rest
-SHARDED_INDEX = ".metadata"
+# In a sharded checkpoint's folder, beside DCP's files (see shards.py): the rest of the checkpoint
 SHARDED_STATE = "state.pt"
-# In a folder written by `export`
-EXPORTED_WEIGHTS = "model.safetensors"
-
-
-class CheckpointError(RuntimeError):
-    """A checkpoint that cannot be used, worded as one line naming the file."""
 
 
 def checkpoint_dir(run_dir: Path) -> Path:
@@ -86,14 +82,14 @@ def load_checkpoint(path: Path, needs: tuple[str, ...] = (), weights: bool = Tru
     tensors, or with `weights=False` only described, shapes and dtypes on the meta device, for a
     resume that loads its own shards) or a folder written by `export`.
     """
-    if path.is_dir():
-        state = _load_folder(path, weights)
-        missing = [key for key in needs if key not in state]
-        if missing:
-            raise CheckpointError(
-                f"{path}: not a training checkpoint of this project (no {', '.join(missing)})"
-            )
-        return state
+    state = _load_folder(path, weights) if path.is_dir() else _load_file(path)
+    missing = [key for key in needs if key not in state]
+    if missing:
+        raise CheckpointError(f"{path}: not a training checkpoint of this project (no {', '.join(missing)})")
+    return state
+
+
+def _load_file(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise CheckpointError(f"{path}: no such checkpoint")
     if not zipfile.is_zipfile(path):  # what torch.save writes
@@ -113,29 +109,19 @@ def load_checkpoint(path: Path, needs: tuple[str, ...] = (), weights: bool = Tru
         raise CheckpointError(f"{path}: truncated or corrupt checkpoint ({first_line(err)})") from None
     if not isinstance(state, dict):
         raise CheckpointError(f"{path}: not a training checkpoint (it holds a {type(state).__name__})")
-    missing = [key for key in needs if key not in state]
-    if missing:
-        raise CheckpointError(f"{path}: not a training checkpoint of this project (no {', '.join(missing)})")
     return state
 
 
-def first_line(err: BaseException) -> str:
-    """The first line of an error's message (its type's name when it has none)."""
-    return str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-
-
 def _load_folder(path: Path, weights: bool) -> dict[str, Any]:
-    if (path / EXPORTED_WEIGHTS).is_file():
-        from ..export import read_exported  # safetensors is needed only here
-
+    if is_export(path):
         return read_exported(path)
+    from .shards import SHARDED_INDEX, read_model  # torch.distributed.checkpoint is needed only here
+
     if not (path / SHARDED_STATE).is_file() or not (path / SHARDED_INDEX).is_file():
         raise CheckpointError(
             f"{path}: not a checkpoint (a folder without {SHARDED_INDEX} and {SHARDED_STATE})"
         )
-    from .shards import read_model  # torch.distributed.checkpoint is needed only here
-
-    state = load_checkpoint(path / SHARDED_STATE)
+    state = _load_file(path / SHARDED_STATE)
     state["model"] = read_model(path, consolidate=weights)
     averages = read_model(path, consolidate=weights, part="ema")
     if averages:  # the EMA's, when the run kept one: sharded beside the model's

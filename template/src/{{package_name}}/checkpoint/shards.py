@@ -21,9 +21,13 @@ import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.metadata import Metadata, StorageMeta, TensorStorageMetadata
-from torch.distributed.checkpoint.staging import DefaultStager, StagingOptions
+from torch.distributed.checkpoint.staging import DefaultStager
 
-from .format import SHARDED_INDEX, CheckpointError, first_line
+from ..runtime.errors import first_line
+from .errors import CheckpointError
+
+# DCP's index of the tensors in a sharded checkpoint's folder (written last, by DCP)
+SHARDED_INDEX = ".metadata"
 
 # Everything DCP pickles into `.metadata` (read off real saves with pickletools): its index
 # classes, the torch values they hold (dtypes, sizes, layouts, memory formats) and the path the
@@ -123,18 +127,6 @@ def read(path: Path, tensors: dict[str, Any], no_dist: bool = False) -> None:
         dcp.load(tensors, storage_reader=_CheckedReader(path), no_dist=no_dist or not dist.is_initialized())
     except Exception as err:  # a missing key or a torn file, on this rank or another one
         raise CheckpointError(f"{path}: cannot load the sharded checkpoint ({first_line(err)})") from None
-
-
-def host_stager(device: torch.device) -> DefaultStager:
-    """Where an asynchronous save copies this rank's shards before the background write. On a
-    GPU, pinned host buffers kept from save to save: the copy runs at full transfer speed and
-    allocates nothing after the first save. On a CPU, a plain copy (DCP's own default)."""
-    gpu = device.type == "cuda"
-    return DefaultStager(
-        StagingOptions(
-            use_pinned_memory=gpu, use_shared_memory=False, use_async_staging=False, use_non_blocking_copy=gpu
-        )
-    )
 
 
 def write(

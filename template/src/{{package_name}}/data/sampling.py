@@ -95,9 +95,6 @@ class ResumableSampler(Sampler[SampleKey]):
             return per_rank // self.batch_size
         return -(-per_rank // self.batch_size)
 
-    def state_dict(self) -> dict[str, int]:
-        return {"seed": self.seed, "epoch": self.epoch, "start_batch": self.start_batch}
-
     @property
     def lazy(self) -> bool:
         """Shuffled by `shuffled_positions` instead of a materialised permutation."""

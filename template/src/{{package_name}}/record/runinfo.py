@@ -33,9 +33,9 @@ def resolve_run_dir(cfg: Config) -> Path:
     return runs / time.strftime("%Y%m%d-%H%M%S")
 
 
-def write_run_info(run_dir: Path, cfg: Config, device: torch.device, template_version: str) -> dict[str, Any]:
-    """Write the resolved config and the environment, so the run can be understood and repeated;
-    return the environment record."""
+def write_run_info(run_dir: Path, cfg: Config, device: torch.device, template_version: str) -> None:
+    """Write the resolved config (config.json) and the environment (environment.json), so the run
+    can be understood and repeated."""
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
     except OSError as err:
@@ -54,7 +54,6 @@ def write_run_info(run_dir: Path, cfg: Config, device: torch.device, template_ve
     }
     _write_record(run_dir / "config.json", dataclasses.asdict(cfg))
     _write_record(run_dir / "environment.json", env)
-    return env
 
 
 def _write_record(path: Path, record: dict[str, Any]) -> None:

@@ -12,14 +12,18 @@ from typing import NamedTuple
 import torch
 from torch.utils.data import Dataset
 
-from ..config import ConfigError
+from ..config import ConfigError, bad_device
+from .cpus import available_cpus
 from .seeding import capture_rng_state, restore_rng_state
 
 
 def resolve_device(name: str = "auto") -> torch.device:
     """Pick the device once, at start-up: cuda, else mps, else cpu (or the explicit `name`)."""
     if name != "auto":
-        device = torch.device(name)
+        try:
+            device = torch.device(name)
+        except RuntimeError:  # spelled as a device, but of a type torch does not know
+            raise ConfigError(bad_device(name)) from None
         available = {"cuda": torch.cuda.is_available, "mps": torch.backends.mps.is_available}
         if device.type in available and not available[device.type]():
             raise ConfigError(
@@ -35,14 +39,6 @@ def resolve_device(name: str = "auto") -> torch.device:
     if torch.backends.mps.is_available():
         return torch.device("mps")
     return torch.device("cpu")
-
-
-def available_cpus() -> int:
-    """CPUs this process may run on (respects affinity masks set by schedulers and torchrun)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # macOS and Windows have no affinity API
-        return os.cpu_count() or 1
 
 
 # glibc's mallopt parameters, and the values set. Blocks up to 32 MiB (glibc's ceiling) come from

@@ -72,8 +72,7 @@ def replace_folder(src: Path, dst: Path) -> None:
     and the new one whole under their temporary names.
     """
     if not dst.exists():
-        os.replace(src, dst)
-        fsync_dir(dst.parent)
+        move_into_place(src, dst)
     elif _swap(src, dst):
         fsync_dir(dst.parent)
         remove_entry(src)  # the old folder, now under the temporary name
@@ -84,6 +83,13 @@ def replace_folder(src: Path, dst: Path) -> None:
         os.replace(src, dst)
         fsync_dir(dst.parent)
         remove_entry(aside)
+
+
+def move_into_place(src: Path, dst: Path) -> None:
+    """Rename the finished `src` to `dst` (absent, or an empty folder), in one step that survives
+    a power cut; an OSError where `dst` holds something."""
+    os.replace(src, dst)
+    fsync_dir(dst.parent)
 
 
 def remove_entry(path: Path) -> None:

@@ -28,21 +28,29 @@ class Preempted(Exception):
 
 
 class StopFlag:
+    """The signals received within `catch_stop_signals`, in order; true once there is one."""
+
     def __init__(self) -> None:
-        self.signal: int | None = None
+        self.received: list[int] = []
 
     def __bool__(self) -> bool:
-        return self.signal is not None
+        return bool(self.received)
+
+    @property
+    def signal(self) -> int | None:
+        """The last signal received, if any."""
+        return self.received[-1] if self.received else None
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
-        self.signal = signum
+        self.received.append(signum)
 
 
 @contextlib.contextmanager
-def catch_stop_signals() -> Iterator[StopFlag]:
-    """Within the block, a stop signal only sets the flag; the loop checks it between steps."""
+def catch_stop_signals(*others: signal.Signals) -> Iterator[StopFlag]:
+    """Within the block, a stop signal (or one of `others`, such as a sweep's SIGINT) only sets
+    the flag; the loop checks it between steps."""
     flag = StopFlag()
-    previous = {sig: signal.signal(sig, flag._handle) for sig in STOP_SIGNALS}
+    previous = {sig: signal.signal(sig, flag._handle) for sig in (*others, *STOP_SIGNALS)}
     try:
         yield flag
     finally:

@@ -6,23 +6,25 @@ from its own `seed`, so a rerun draws the same ones) and `seeds`: each point of 
 once per seed. `metric` and `mode` say which point is best.
 
 A member is named after a hash of its overrides, so adding a grid value renames no other member.
-Config keys are not checked here but by training, which knows them: reading them here would
-import torch (seconds) into every sweep command, most of which train nothing.
+Config keys are not checked here but by each member's training, which refuses a bad one with
+exit code 2 (and the sweep stops there). This module imports no torch: every sweep command
+reads the file, and most of them train nothing.
 """
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import itertools
 import json
 import math
 import random
-import tomllib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from ..config import ConfigError, flatten, read_toml
+from ..runtime.errors import did_you_mean
 
 SWEEP_KEYS = ("config", "metric", "mode", "seeds", "fixed", "grid", "random")
 DISTRIBUTIONS = ("choice", "uniform", "log_uniform")
@@ -79,7 +81,7 @@ def _parse(path: Path, data: dict[str, Any]) -> Sweep:
     base = data.get("config")
     if base is not None and not isinstance(base, str):
         raise SweepError(f"config must be the path of a config file, got {base!r}")
-    base_config = dict(_flatten(_read_toml(Path(base), "config file"))) if base else {}
+    base_config = dict(flatten(_read_toml(Path(base), "config file"))) if base else {}
     metric = data.get("metric", "val_loss")
     if not isinstance(metric, str):
         raise SweepError(f"metric must be the name of a metric such as 'val_loss', got {metric!r}")
@@ -93,12 +95,12 @@ def _parse(path: Path, data: dict[str, Any]) -> Sweep:
     if len(set(seeds)) < len(seeds):
         raise SweepError(f"seeds lists a seed twice: {seeds!r}")
 
-    fixed = dict(_flatten(_section(data, "fixed")))
-    grid = dict(_flatten(_section(data, "grid")))
+    fixed = dict(flatten(_section(data, "fixed")))
+    grid = dict(flatten(_section(data, "grid")))
     settings = _section(data, "random")
     samples, random_seed = settings.pop("samples", 0), settings.pop("seed", 0)
     # A table of tables is a config section; one of values is a distribution
-    distributions = dict(_flatten(settings, leaf=lambda t: not any(isinstance(v, dict) for v in t.values())))
+    distributions = dict(flatten(settings, leaf=lambda t: not any(isinstance(v, dict) for v in t.values())))
     where: dict[str, str] = {}  # the section that sets each key
     for section, keys in (("fixed", fixed), ("grid", grid), ("random", distributions)):
         for key in keys:
@@ -159,11 +161,9 @@ def _parse(path: Path, data: dict[str, Any]) -> Sweep:
 
 def _read_toml(path: Path, what: str) -> dict[str, Any]:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SweepError(f"{what} {path} does not exist") from None
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
-        raise SweepError(f"{what} {path} is not valid TOML: {err}") from None
+        return read_toml(path, what)
+    except ConfigError as err:  # a sweep command's errors are all SweepErrors (exit code 2)
+        raise SweepError(str(err)) from None
 
 
 def _section(data: dict[str, Any], name: str) -> dict[str, Any]:
@@ -171,23 +171,6 @@ def _section(data: dict[str, Any], name: str) -> dict[str, Any]:
     if not isinstance(table, dict):
         raise SweepError(f"{name} must be a table ([{name}] and key = value lines), got {table!r}")
     return dict(table)
-
-
-# config.flatten does the same for plain tables, but this one is kept for two reasons: importing
-# config imports torch (seconds in every sweep command and SLURM task, none of which trains), and
-# a [random] section needs `leaf`, since its distributions are tables that are values.
-def _flatten(
-    table: dict[str, Any], prefix: str = "", leaf: Callable[[dict[str, Any]], bool] = lambda table: False
-) -> list[tuple[str, Any]]:
-    """Nested tables as dotted keys (`[grid.optim] lr = ...` sets `optim.lr`); `leaf(table)` says
-    which tables are values themselves."""
-    items = []
-    for key, value in table.items():
-        if isinstance(value, dict) and not leaf(value):
-            items.extend(_flatten(value, f"{prefix}{key}.", leaf))
-        else:
-            items.append((f"{prefix}{key}", value))
-    return items
 
 
 def _check_value(where: str, value: Any) -> None:
@@ -200,8 +183,7 @@ def _check_value(where: str, value: Any) -> None:
 
 
 def _unknown(what: str, key: str, known: Iterable[str]) -> str:
-    close = difflib.get_close_matches(key, known, n=1)
-    hint = f"; did you mean {close[0]!r}?" if close else f" (expected one of {', '.join(known)})"
+    hint = did_you_mean(key, known, otherwise=f" (expected one of {', '.join(known)})")
     return f"unknown {what} {key!r}{hint}"
 
 
