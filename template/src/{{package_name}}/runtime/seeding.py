@@ -23,7 +23,9 @@ def seed_everything(seed: int, deterministic: bool = False) -> None:
     torch.backends.cudnn.deterministic = deterministic
     if deterministic:
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-    torch.use_deterministic_algorithms(deterministic, warn_only=True)
+    # Only when it changes something: the call imports torch._inductor (about 2 s of start-up)
+    if deterministic or torch.are_deterministic_algorithms_enabled():
+        torch.use_deterministic_algorithms(deterministic, warn_only=True)
 
 
 def seed_worker(worker_id: int) -> None:
