@@ -74,9 +74,8 @@ def run(work: Path, quick: bool) -> common.Section:
     notes = ["Slowest tests: " + "; ".join(slowest), common.load_note(loads)]
     if met is False:
         notes.append(
-            "Missed: see the slowest tests above. Each test that trains in a child process pays "
-            "2.5-3 s of start-up before its first step (import torch, then torch._dynamo, which "
-            "the first optimizer imports)."
+            "Missed: see the slowest tests above. A process that must start as a user starts it "
+            "(a sweep member, a torchrun rank) pays 2.5-3 s of torch import before its first step."
         )
     return common.Section(
         title="5. Generated test suite",
