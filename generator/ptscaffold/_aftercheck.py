@@ -9,6 +9,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ._update import _git
+
 # Asked of a candidate interpreter: where it imports the package from, and whether it has pytest
 _PROBE = (
     "import importlib.util, sys; s = importlib.util.find_spec(sys.argv[1]); "
@@ -82,6 +84,4 @@ def run_project_tests(project: Path, package: str) -> SuiteReport:
 
 def head_commit(project: Path) -> str:
     """The commit the update started from (an update does not commit)."""
-    return subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=project, capture_output=True, text=True
-    ).stdout.strip()
+    return _git(project, "rev-parse", "--short", "HEAD").stdout.strip()

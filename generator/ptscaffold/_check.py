@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import os
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
 from . import _template
-from ._copier import safe_git_env
-from ._update import _read_answers, _version_of
+from ._update import _git, _read_answers, _version_of, refuse_if_newer
 from .errors import PtscaffoldError, UpdateRefused
 
 
@@ -51,23 +49,14 @@ def check(project: str | os.PathLike[str] = ".") -> Status:
     src = str(answers.get("_src_path") or "")
     if src == _template.CANONICAL_URL or src in _template.LEGACY_URLS:
         latest = Version(_template.template_version())
-        if version > latest:
-            raise UpdateRefused(
-                f"{project.name} was made by ptscaffold {version}, newer than the installed "
-                f"{latest}; upgrade ptscaffold (pip install -U ptscaffold)"
-            )
+        refuse_if_newer(project, version, latest)
     else:
-        latest = max(_source_versions(src), default=version)
+        latest = max(_source_versions(project, src), default=version)
     return Status(project=project, version=str(version), latest=str(max(latest, version)))
 
 
-def _source_versions(src: str) -> list[Version]:
-    proc = subprocess.run(
-        ["git", "ls-remote", "--tags", "--refs", src],
-        env={**os.environ, **safe_git_env()},
-        capture_output=True,
-        text=True,
-    )
+def _source_versions(project: Path, src: str) -> list[Version]:
+    proc = _git(project, "ls-remote", "--tags", "--refs", src)
     if proc.returncode != 0:
         raise PtscaffoldError(
             f"cannot list the versions of the template {src}: "

@@ -10,16 +10,14 @@ user's and writes the template's beside it, and the preview lists it so.
 from __future__ import annotations
 
 import os
-import subprocess
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ._copier import safe_git_env
 from ._snapshot import Snapshot
-from ._update import KEPT_SUFFIX, _repository_top, update
+from ._update import KEPT_SUFFIX, _git, _repository_top, update
 from .errors import UpdateRefused
 
 # git's --name-status letters, as the preview names them
@@ -44,15 +42,10 @@ class Preview:
     conflicts: list[str] = field(default_factory=list)
 
 
-def _git(cwd: Path, *args: str) -> str:
-    # --no-optional-locks: `status` must not refresh the project's index, which writes it
-    proc = subprocess.run(
-        ["git", "--no-optional-locks", *args],
-        cwd=cwd,
-        env={**os.environ, **safe_git_env()},
-        capture_output=True,
-        text=True,
-    )
+def _output(cwd: Path, *args: str) -> str:
+    """Its output; a failure refuses the preview. --no-optional-locks: `status` must not refresh
+    the project's index, which would write it."""
+    proc = _git(cwd, "--no-optional-locks", *args)
     if proc.returncode != 0:
         raise UpdateRefused(f"git {args[0]} failed in {cwd}: {proc.stderr.strip()[:300]}")
     return proc.stdout
@@ -77,7 +70,7 @@ def preview(
             f"an earlier update of {top} was killed before it finished; "
             "`ptscaffold update` undoes it first"
         )
-    if _git(top, "status", "--porcelain"):
+    if _output(top, "status", "--porcelain"):
         raise UpdateRefused(
             f"{top} has uncommitted changes or untracked files; commit or stash them first, "
             "so that the update can be merged and undone"
@@ -85,7 +78,7 @@ def preview(
     inside = project.relative_to(top)
     with tempfile.TemporaryDirectory(prefix="ptscaffold-preview.") as tmp:
         clone = Path(tmp) / top.name
-        _git(Path(tmp), "clone", "--quiet", "--shared", "--no-tags", str(top), str(clone))
+        _output(Path(tmp), "clone", "--quiet", "--shared", "--no-tags", str(top), str(clone))
         result = update(
             clone / inside, data=data, conflict=conflict, to=to, trust=trust, quiet=True
         )
@@ -102,11 +95,11 @@ def preview(
 
 def _changes(clone: Path, inside: Path) -> list[Change]:
     """Every file the update changed in the clone, relative to the project, moves detected."""
-    _git(clone, "add", "--all")
+    _output(clone, "add", "--all")
     where = ["--", inside.as_posix()]
     counts: dict[str, tuple[int | None, int | None]] = {}
     numstat = iter(
-        _git(clone, "diff", "--cached", "-M", "--numstat", "-z", "HEAD", *where).split("\0")
+        _output(clone, "diff", "--cached", "-M", "--numstat", "-z", "HEAD", *where).split("\0")
     )
     for entry in numstat:
         if not entry:
@@ -119,7 +112,7 @@ def _changes(clone: Path, inside: Path) -> list[Change]:
             None if added == "-" else int(added),
             None if deleted == "-" else int(deleted),
         )
-    fields = _git(clone, "diff", "--cached", "-M", "--name-status", "-z", "HEAD", *where)
+    fields = _output(clone, "diff", "--cached", "-M", "--name-status", "-z", "HEAD", *where)
     items = iter(fields.split("\0"))
     changes = []
     for status in items:

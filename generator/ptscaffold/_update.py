@@ -60,6 +60,15 @@ def _version_of(ref: Any) -> Version | None:
         return None
 
 
+def refuse_if_newer(project: Path, version: Version | None, installed: Version) -> None:
+    """A project made by a newer ptscaffold than the installed one cannot be served by it."""
+    if version is not None and version > installed:
+        raise UpdateRefused(
+            f"{project.name} was made by ptscaffold {version}, newer than the installed "
+            f"{installed}; upgrade ptscaffold (pip install -U ptscaffold) and retry"
+        )
+
+
 def _read_answers(project: Path) -> dict[str, Any]:
     path = project / ANSWERS_FILE
     if not path.is_file():
@@ -242,12 +251,7 @@ def _update(
             repo = _cache.ensure_repo()
         if not _cache.has_tag(str(old)):
             old_version = _version_of(old)
-            if old_version is not None and old_version > Version(installed):
-                raise UpdateRefused(
-                    f"{project.name} was made by ptscaffold {old_version}, newer than the "
-                    f"installed {installed}; upgrade ptscaffold (pip install -U ptscaffold) "
-                    "and retry"
-                )
+            refuse_if_newer(project, old_version, Version(installed))
             raise UpdateRefused(
                 f"the template version {old} this project was made with is not available "
                 f"offline (the installed ptscaffold is {installed}); install ptscaffold "
