@@ -78,7 +78,7 @@ def test_an_update_that_breaks_a_test_says_which_and_how_to_go_back(project):
     before = tree_state(project)
     release_v2()
 
-    result = invoke("update", str(project))
+    result = invoke("update", str(project), "--trust")
 
     assert result.exit_code == 5, result.stderr
     assert "Running the project's tests" in result.stdout
@@ -95,7 +95,7 @@ def test_an_update_that_breaks_a_test_says_which_and_how_to_go_back(project):
 def test_an_update_whose_tests_pass_says_so(project):
     project, release_v2 = project
     release_v2()
-    result = invoke("update", str(project))
+    result = invoke("update", str(project), "--trust")
     assert result.exit_code == 0, result.stderr
     assert "The project's tests pass: 1 passed" in result.stdout
 
@@ -105,7 +105,7 @@ def test_no_test_skips_the_tests(project):
     (project / "src" / "demo" / "calc.py").write_text("def double(x):\n    return x * x\n")
     commit_all(project, "the user's double")
     release_v2()
-    result = invoke("update", str(project), "--no-test")
+    result = invoke("update", str(project), "--trust", "--no-test")
     assert result.exit_code == 0, result.stderr
     assert "Running the project's tests" not in result.stdout
 
@@ -114,6 +114,22 @@ def test_a_project_no_python_here_imports_is_not_tested(project, monkeypatch):
     project, release_v2 = project
     monkeypatch.delenv("PYTHONPATH")
     release_v2()
-    result = invoke("update", str(project))
+    result = invoke("update", str(project), "--trust")
     assert result.exit_code == 0, result.stderr
     assert "Tests not run: no Python here imports demo" in result.stderr
+
+
+def test_an_untrusted_template_s_tests_do_not_run(project, tmp_path):
+    """Tests the update brought from a template nobody trusted are its code: they do not run."""
+    project, release_v2 = project
+    marker = tmp_path / "ran"
+    release_v2()
+    hostile = project.parent / "template" / "template" / "tests" / "test_hostile.py"
+    hostile.write_text(f"open({str(marker)!r}, 'w').close()\n\n\ndef test_x():\n    pass\n")
+    commit_all(project.parent / "template", "v2 with a test that touches a marker")
+    git(project.parent / "template", "tag", "-f", "v2.0.0")
+    result = invoke("update", str(project))
+    assert result.exit_code == 0, result.stderr
+    assert (project / "tests" / "test_hostile.py").is_file()
+    assert not marker.exists(), "the untrusted template's test ran"
+    assert "Tests not run: they hold code from a template nobody trusted" in result.stderr

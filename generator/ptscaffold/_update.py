@@ -33,12 +33,14 @@ _CORE_QUESTIONS = ("project_name", "package_name")
 class UpdateResult:
     """What `update` did. `conflicts` lists the files to resolve: those left with conflict
     markers, `.rej` files, and `.ptscaffold-new` files (the template's version of a file of
-    the user's that git does not track)."""
+    the user's that git does not track). `trusted`: the template is ptscaffold's own or was
+    passed with --trust, so code it brought may run (the project's tests after the update)."""
 
     project: Path
     old_version: str | None
     new_version: str | None
     conflicts: list[str] = field(default_factory=list)
+    trusted: bool = False
 
 
 def _git(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -319,6 +321,7 @@ def _update(
         old_version=str(_version_of(old) or old),
         new_version=str(new) if new is not None else target,
         conflicts=conflicts,
+        trusted=unsafe,
     )
 
 

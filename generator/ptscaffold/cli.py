@@ -309,7 +309,13 @@ def update(
         raise typer.Exit(EXIT_CONFLICTS)
     if not quiet:
         typer.echo(f"Updated {result.project} from {result.old_version} to {result.new_version}.")
-    if test:
+    if test and not result.trusted:
+        typer.echo(
+            "Tests not run: they hold code from a template nobody trusted (pass --trust to "
+            "run them after the update).",
+            err=True,
+        )
+    elif test:
         _test_after_update(result.project, quiet)
     if not quiet:
         typer.echo("Review with `git diff`, then commit.")
