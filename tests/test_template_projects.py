@@ -17,6 +17,7 @@ combination of the flags (1920 today, about 40 s each: hours even with `-n auto`
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -184,3 +185,17 @@ def test_default_project_passes_its_generated_tests(
 ):
     # The covering set starts from these answers: the suite runs once for both tests.
     _assert_suite_passes(answers, render_project, run_generated_tests, record_property)
+
+
+@pytest.mark.slow
+def test_a_generated_suite_runs_its_own_package_over_another_of_the_same_name(render_project):
+    """Both tasks' default projects are called `demo`, as two projects of a user's can be. With
+    the classifier importable (as `pip install -e` of it makes it), the language model's tests
+    run the language model, in the processes they start as well as in pytest's own."""
+    by_task = {answers["task"]: render_project(answers) for answers in DEFAULTS}
+    classifier, language_model = by_task["classification"], by_task["language_model"]
+    assert classifier.name == language_model.name
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env["PYTHONPATH"] = str(classifier / "src")
+    proc = tm.run_suite(language_model, ["tests/test_resume.py", "-k", "sigterm"], env, 300)
+    assert proc.returncode == 0, tm.tail(proc.stdout)
