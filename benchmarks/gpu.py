@@ -5,8 +5,9 @@
 
 Each mode trains the generated model with the generated `train_step` (clipping and the NaN
 guard included) on a fixed random batch, in its own process, so the figure is the model's step
-and nothing of the data pipeline. MFU is tokens/s x the generated `flops_per_token` over the
-GPU's dense bf16 peak from the generated `PEAK_TFLOPS` table (also for fp32, as nanoGPT does).
+and nothing of the data pipeline. MFU is samples/s x the generated `train_flops_per_sample` (counted
+on the model) over the GPU's dense peak in the mode's precision from the generated `PEAK_TFLOPS`
+table: fp32 (or tf32, where torch allows it) for eager fp32, bf16 for the others.
 """
 
 from __future__ import annotations
@@ -109,10 +110,12 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
             grad_clip = cfg.optim.grad_clip
             project.step.train_step(step_model, optimizer, [(x, y)], device, grad_clip, precision)
     tokens_per_s = shape["batch"] * shape["block_size"] / clock.seconds_per_step()
-    flops = throughput.flops_per_token(
-        params, shape["n_layer"], shape["n_embd"], shape["block_size"]
-    )
-    peak = throughput.peak_flops(device, cfg.peak_tflops)
+    with torch.device("meta"):  # counted on a twin: nothing computed
+        twin = project.model.build_model(cfg.model, info)
+        sample = torch.zeros(1, shape["block_size"], dtype=torch.long)
+    flops = throughput.train_flops_per_sample(twin, sample) / shape["block_size"]  # per token
+    computes_in = throughput.float32_precision(device) if mode == "fp32" else "bf16"
+    peak = throughput.peak_flops(device, computes_in, cfg.peak_tflops)
     return {
         "device": torch.cuda.get_device_name(device) if cuda else "cpu",
         "params": params,

@@ -34,6 +34,7 @@ BENCHMARKS = [
     "corpus",
     "images",
     "trackers",
+    "realimages",
 ]
 
 

@@ -31,6 +31,7 @@ EXPECTED = {
     "gpu": ["fp32_tokens_per_s", "bf16_tokens_per_s", "bf16+compile_tokens_per_s"],
     "corpus": ["char_mb_s", "char_of_reference", "bpe_ratio", "startup_ratio", "rss_ratio"],
     "images": ["decode_speedup", "decode_generated_wait", "balanced_speedup"],
+    "realimages": ["shapes_default", "shapes_baseline", "equal_time_ratio", "real_sets_won"],
     "ema": ["cnn_ratio", "cnn_update_ms", "linear_ratio", "linear_update_ms"],
     "ckpt_save": ["sync_save_s", "async_save_s"],
     "trackers": [

@@ -408,3 +408,47 @@ def test_a_0_2_0_project_keeps_its_edits_of_moved_files(
         [sys.executable, "-c", imports], cwd=project, env=env, capture_output=True, text=True
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+# The files a user edits first, at their path in each earlier release (0.3.0 keeps all four at
+# the top of the package but data.py, which became data/datasets.py)
+EDITED_FIRST = {"model.py": "model.py", "data.py": "data/datasets.py"}
+EDITED_FIRST |= {"config.py": "config.py", "train.py": "train.py"}
+
+
+def indented_like_next_line(path: Path, new: Path, comment: str) -> None:
+    """`edit_where_unchanged` with `comment` indented as the line after it, as a user writes it
+    (and as the project's own ruff format check wants it)."""
+    edit_where_unchanged(path, new, comment)
+    lines = path.read_text().splitlines()
+    at = lines.index(comment)
+    following = lines[at + 1]
+    lines[at] = following[: len(following) - len(following.lstrip())] + comment
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", [OLD, MOVED_FROM])
+def test_edits_of_model_data_config_and_train_survive_and_the_project_passes_its_tests(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch, version: str
+):
+    """The release check of issue-sized user edits: a project of each earlier release, edited in
+    the four files users change first, updates with no conflict (the edits sit where the
+    template did not change), every edit is kept at the file's new path, and `ptscaffold update`
+    itself runs the updated project's tests and reports them passing."""
+    checkout = checkout_release(version, tmp_path_factory)
+    project = make_old_project(checkout, tmp_path / "old" / "proj", {}, version)
+    package = project / "src" / "proj"
+    current = ptscaffold.new(tmp_path / "current" / "proj", defaults=True, git=False, quiet=True)
+    for old, new in EDITED_FIRST.items():
+        indented_like_next_line(package / old, current / "src" / "proj" / new, OUR_COMMENT)
+    commit_all(project, "the user's edits")
+
+    fresh_caches(monkeypatch, tmp_path)
+    monkeypatch.setenv("PYTHONPATH", str(package.parent))  # the tests' Python imports the project
+    result = invoke("update", str(project))
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert "The project's tests pass" in result.stdout, result.stdout + result.stderr
+    for old, new in EDITED_FIRST.items():
+        assert OUR_COMMENT in (package / new).read_text(), f"the edit of {old} is in {new}"
+        assert old == new or not (package / old).exists(), f"{old} moved to {new}"

@@ -8,6 +8,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 
@@ -26,6 +27,9 @@ class Datasets:
     val: Dataset
     # What the model must know about the data (shapes, classes, vocabulary)
     info: dict[str, Any]
+    # How often each training sample is drawn relative to the others (data.balanced); None:
+    # each once an epoch
+    train_weights: np.ndarray | None = None
 
 
 def init_worker(worker_id: int) -> None:

@@ -8,6 +8,9 @@ A large dataset (a prepared corpus has a window per block_size tokens: 14 millio
 text) is not shuffled by a materialised permutation, which would cost 8 bytes a sample and a
 second of start-up per epoch, but by a keyed bijection of the positions (a Feistel network),
 evaluated a chunk at a time as the epoch goes: no memory, and still a function of (seed, epoch).
+
+With per-sample `weights` (class-balanced sampling), an epoch is instead `num_samples` draws
+with replacement, each sample drawn in proportion to its weight, again from (seed, epoch).
 """
 
 from __future__ import annotations
@@ -22,6 +25,9 @@ SampleKey = tuple[int, int]
 LAZY_ABOVE = 1 << 20  # datasets with more samples are shuffled by `shuffled_positions`
 CHUNK = 1 << 16  # positions computed at a time by the lazy order
 ROUNDS = 4  # of the Feistel network
+# A sample drawn again in the same epoch of a weighted order gets `epoch + repeat * REDRAW` as
+# its key's epoch: the datasets derive augmentation from the key, so the copies look different
+REDRAW = 1 << 32
 
 
 def _mix(x: np.ndarray, key: np.uint64) -> np.ndarray:
@@ -61,6 +67,9 @@ class ResumableSampler(Sampler[SampleKey]):
     `i` (the union over ranks) is the same set of samples whatever the number of processes.
     With `drop_last`, the order is cut to whole global batches so that every rank runs the
     same number of steps; without it (validation), every sample is visited exactly once.
+    With `weights`, the epoch's order is weighted draws with replacement (see the module's
+    docstring), sharded and resumed the same way. With `limit` (unshuffled orders only: a
+    bounded validation), the order is `limit` positions spread evenly over the whole set.
     """
 
     def __init__(
@@ -73,7 +82,11 @@ class ResumableSampler(Sampler[SampleKey]):
         drop_last: bool = True,
         rank: int = 0,
         world_size: int = 1,
+        weights: np.ndarray | None = None,
+        limit: int = 0,
     ) -> None:
+        if limit and shuffle:
+            raise ValueError("limit selects from an unshuffled order only")
         self.num_samples = num_samples
         self.batch_size = batch_size
         self.seed = seed
@@ -81,6 +94,9 @@ class ResumableSampler(Sampler[SampleKey]):
         self.drop_last = drop_last
         self.rank = rank
         self.world_size = world_size
+        self.weights = None if weights is None else np.asarray(weights, dtype=np.float64) / np.sum(weights)
+        # Samples in an epoch's order: at most `limit` of them (0: no limit)
+        self.subset = min(limit, num_samples) if limit else num_samples
         self.epoch = 0
         self.start_batch = 0
 
@@ -98,18 +114,31 @@ class ResumableSampler(Sampler[SampleKey]):
     @property
     def lazy(self) -> bool:
         """Shuffled by `shuffled_positions` instead of a materialised permutation."""
-        return self.shuffle and self.num_samples > LAZY_ABOVE
+        return self.shuffle and self.weights is None and self.num_samples > LAZY_ABOVE
 
     def _epoch_length(self) -> int:
         """Positions in the epoch's order, all ranks together (cut to whole global batches)."""
         if self.drop_last:
             global_batch = self.batch_size * self.world_size
             return self.num_samples // global_batch * global_batch
-        return self.num_samples
+        return self.subset
 
-    def _rank_count(self) -> int:
-        """Positions rank, rank + w, rank + 2w, ... below the epoch's length."""
-        return max(0, -(-(self._epoch_length() - self.rank) // self.world_size))
+    def _rank_count(self, rank: int | None = None) -> int:
+        """Positions rank, rank + w, rank + 2w, ... below the epoch's length (this rank's, or `rank`'s)."""
+        rank = self.rank if rank is None else rank
+        return max(0, -(-(self._epoch_length() - rank) // self.world_size))
+
+    def most_batches(self) -> int:
+        """The batches of the rank with the most (the first)."""
+        return self._batches(self._rank_count(0))
+
+    def fewest_batches(self) -> int:
+        """The batches of the rank with the fewest (the last one): how many every rank has, so
+        the point between two of them is one where every rank can meet in a collective."""
+        return self._batches(self._rank_count(self.world_size - 1))
+
+    def _batches(self, samples: int) -> int:
+        return samples // self.batch_size if self.drop_last else -(-samples // self.batch_size)
 
     def _remaining(self) -> int:
         """Samples this rank yields from `start_batch` on."""
@@ -130,23 +159,45 @@ class ResumableSampler(Sampler[SampleKey]):
 
         return keys()
 
-    def _rank_indices(self) -> np.ndarray:
-        if self.shuffle:
+    def _rank_keys(self) -> tuple[np.ndarray, np.ndarray]:
+        """(key epochs, sample indices) of this rank's share of the epoch's order."""
+        epochs = None
+        if self.weights is not None:
+            # A stream of its own ("2"), so a weighted epoch shares no draws with a shuffled one
+            rng = np.random.default_rng([self.seed, self.epoch, 2])
+            order = rng.choice(self.num_samples, size=self.num_samples, p=self.weights)
+            epochs = self.epoch + repeats(order) * REDRAW
+        elif self.shuffle:
             order = np.random.default_rng([self.seed, self.epoch]).permutation(self.num_samples)
         else:
-            order = np.arange(self.num_samples)
+            order = np.arange(self.subset) * self.num_samples // self.subset  # evenly spread
+        if epochs is None:
+            epochs = np.full(len(order), self.epoch, dtype=np.int64)
         if self.drop_last:
             global_batch = self.batch_size * self.world_size
             order = order[: len(order) // global_batch * global_batch]
-        return order[self.rank :: self.world_size]
+        return epochs[self.rank : len(order) : self.world_size], order[self.rank :: self.world_size]
 
     def __iter__(self) -> Iterator[SampleKey]:
         if self.lazy:
             return self._lazy_keys()
-        indices = self._rank_indices()[self.start_batch * self.batch_size :]
+        first = self.start_batch * self.batch_size
+        epochs, indices = (keys[first:] for keys in self._rank_keys())
         if self.drop_last:
-            indices = indices[: len(indices) // self.batch_size * self.batch_size]
-        return ((self.epoch, int(i)) for i in indices)
+            end = len(indices) // self.batch_size * self.batch_size
+            epochs, indices = epochs[:end], indices[:end]
+        return ((int(e), int(i)) for e, i in zip(epochs, indices, strict=True))
 
     def __len__(self) -> int:
         return self._remaining()
+
+
+def repeats(order: np.ndarray) -> np.ndarray:
+    """For each position of `order`, how many times its value occurred earlier in `order`."""
+    by_value = np.argsort(order, kind="stable")  # equal values stay in order of position
+    sorted_values = order[by_value]
+    starts = np.flatnonzero(np.r_[True, sorted_values[1:] != sorted_values[:-1]])  # of each run
+    run_start = np.repeat(starts, np.diff(np.r_[starts, len(order)]))
+    out = np.empty(len(order), dtype=np.int64)
+    out[by_value] = np.arange(len(order)) - run_start
+    return out

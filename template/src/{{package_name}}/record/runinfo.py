@@ -1,4 +1,5 @@
-"""The run directory, and the record of how a run was made: its config and its environment."""
+"""The run directory, and the record of how a run was made: its config, its environment and its
+data."""
 
 from __future__ import annotations
 
@@ -54,6 +55,11 @@ def write_run_info(run_dir: Path, cfg: Config, device: torch.device, template_ve
     }
     _write_record(run_dir / "config.json", dataclasses.asdict(cfg))
     _write_record(run_dir / "environment.json", env)
+
+
+def write_data_report(run_dir: Path, report: dict[str, Any]) -> None:
+    """Write what the run trains on (data.json: see data/report.py)."""
+    _write_record(run_dir / "data.json", report)
 
 
 def _write_record(path: Path, record: dict[str, Any]) -> None:

@@ -1,5 +1,6 @@
 """Graceful stops: SIGTERM or SIGUSR1 (what cluster schedulers send before a kill) end the run
-after the current step, with a checkpoint, instead of losing everything since the last one.
+after the current step, or between two batches of an evaluation (which a resumed run redoes),
+with a checkpoint, instead of losing everything since the last one.
 
 Windows has no SIGUSR1: there only SIGTERM stops a run this way (Ctrl-C still interrupts it)."""
 
@@ -27,6 +28,11 @@ class Preempted(Exception):
     raised_on_every_rank = True
 
 
+class Stopped(Exception):
+    """A stop signal abandoned a pass that has no resumable position (an evaluation): the loop
+    writes the checkpoint of its last step, from which a resumed run redoes the pass."""
+
+
 class StopFlag:
     """The signals received within `catch_stop_signals`, in order; true once there is one."""
 
@@ -48,7 +54,7 @@ class StopFlag:
 @contextlib.contextmanager
 def catch_stop_signals(*others: signal.Signals) -> Iterator[StopFlag]:
     """Within the block, a stop signal (or one of `others`, such as a sweep's SIGINT) only sets
-    the flag; the loop checks it between steps."""
+    the flag; the loop checks it between steps and between evaluation batches."""
     flag = StopFlag()
     previous = {sig: signal.signal(sig, flag._handle) for sig in (*others, *STOP_SIGNALS)}
     try:
