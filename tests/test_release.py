@@ -416,15 +416,22 @@ EDITED_FIRST = {"model.py": "model.py", "data.py": "data/datasets.py"}
 EDITED_FIRST |= {"config.py": "config.py", "train.py": "train.py"}
 
 
-def indented_like_next_line(path: Path, new: Path, comment: str) -> None:
-    """`edit_where_unchanged` with `comment` indented as the line after it, as a user writes it
-    (and as the project's own ruff format check wants it)."""
-    edit_where_unchanged(path, new, comment)
-    lines = path.read_text().splitlines()
-    at = lines.index(comment)
-    following = lines[at + 1]
-    lines[at] = following[: len(following) - len(following.lstrip())] + comment
-    path.write_text("\n".join(lines) + "\n")
+def note_above_a_shared_definition(old: Path, new: Path, comment: str) -> None:
+    """Put `comment` on the line above a top-level `def` or `class` of `old` whose surroundings
+    (three lines each side) the new version has too, as a user notes a function: a merge has no
+    reason to conflict there, and ruff formats it as it is."""
+    ours, theirs = old.read_text().splitlines(), new.read_text().splitlines()
+    shared = {tuple(theirs[i : i + 6]) for i in range(len(theirs) - 5)}
+    definitions = ("def ", "class ", "@")
+    at = next(
+        i
+        for i in range(3, len(ours) - 3)
+        if ours[i].startswith(definitions)
+        and not ours[i - 1].startswith("@")
+        and tuple(ours[i - 3 : i + 3]) in shared
+    )
+    ours.insert(at, comment)
+    old.write_text("\n".join(ours) + "\n")
 
 
 @pytest.mark.slow
@@ -441,7 +448,7 @@ def test_edits_of_model_data_config_and_train_survive_and_the_project_passes_its
     package = project / "src" / "proj"
     current = ptscaffold.new(tmp_path / "current" / "proj", defaults=True, git=False, quiet=True)
     for old, new in EDITED_FIRST.items():
-        indented_like_next_line(package / old, current / "src" / "proj" / new, OUR_COMMENT)
+        note_above_a_shared_definition(package / old, current / "src" / "proj" / new, OUR_COMMENT)
     commit_all(project, "the user's edits")
 
     fresh_caches(monkeypatch, tmp_path)
