@@ -630,7 +630,7 @@ def test_failed_update_leaves_the_project_exactly_as_before(
     assert tree_state(project) == before
 
 
-@pytest.mark.parametrize(("where", "n"), [("git", 120), ("render", 100)])
+@pytest.mark.parametrize(("where", "n"), [("git", 160), ("render", 100)])
 def test_the_interrupts_reach_into_the_project(tmp_path, bundled, monkeypatch, where, n):
     """The interrupt points above are not all before copier touches the project: stopping
     there without the undo leaves it changed (what ptscaffold 0.1.0 did)."""
