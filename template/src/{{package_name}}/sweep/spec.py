@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..config import ConfigError, flatten, read_toml
+from ..config import ConfigError, flatten, load_config, read_toml
 from ..runtime.errors import did_you_mean
 
 SWEEP_KEYS = ("config", "metric", "mode", "seeds", "fixed", "grid", "random")
@@ -66,12 +66,21 @@ class Sweep:
 
 
 def load_sweep(path: Path) -> Sweep:
-    """Read and check a sweep file, and list its members in order: point by point, seed by seed."""
+    """Read and check a sweep file, and list its members in order: point by point, seed by seed.
+
+    Every member's config is built as its training run will build it, so a bad key or value
+    stops the sweep before any member starts (a member pays seconds of start-up to find it)."""
     data = _read_toml(path, "sweep file")
     try:
-        return _parse(path, data)
+        sweep = _parse(path, data)
+        for member in sweep.members:
+            try:
+                load_config([as_override(key, value) for key, value in member.overrides.items()])
+            except ConfigError as err:
+                raise SweepError(f"{err} (member {member.name}: {describe(member)})") from None
     except SweepError as err:
         raise SweepError(f"{path}: {err}") from None
+    return sweep
 
 
 def _parse(path: Path, data: dict[str, Any]) -> Sweep:
