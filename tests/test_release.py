@@ -418,17 +418,18 @@ EDITED_FIRST |= {"config.py": "config.py", "train.py": "train.py"}
 
 def note_above_a_shared_definition(old: Path, new: Path, comment: str) -> None:
     """Put `comment` on the line above a top-level `def` or `class` of `old` whose surroundings
-    (three lines each side) the new version has too, as a user notes a function: a merge has no
-    reason to conflict there, and ruff formats it as it is."""
+    (the three lines above it, its own line and the next) the new version has too, as a user notes
+    a function: a merge has no reason to conflict there (git merges changes two unchanged lines
+    apart), and ruff formats it as it is."""
     ours, theirs = old.read_text().splitlines(), new.read_text().splitlines()
-    shared = {tuple(theirs[i : i + 6]) for i in range(len(theirs) - 5)}
+    shared = {tuple(theirs[i : i + 5]) for i in range(len(theirs) - 4)}
     definitions = ("def ", "class ", "@")
     at = next(
         i
         for i in range(3, len(ours) - 3)
         if ours[i].startswith(definitions)
         and not ours[i - 1].startswith("@")
-        and tuple(ours[i - 3 : i + 3]) in shared
+        and tuple(ours[i - 3 : i + 2]) in shared
     )
     ours.insert(at, comment)
     old.write_text("\n".join(ours) + "\n")
