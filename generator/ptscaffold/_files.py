@@ -8,21 +8,26 @@ import os
 import tempfile
 from pathlib import Path
 
+from . import _interrupts
+
 
 def write_whole(path: Path, data: bytes) -> None:
     """Replace `path` with `data` in one rename: a reader sees the old content or the new, and a
     link at `path` is replaced, never written through."""
-    fd, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(partial, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(partial)
-        raise
+    # A signal waits the few milliseconds until the file is whole or gone: between making the
+    # partial file and knowing its name it would leave the file behind.
+    with _interrupts.held():
+        fd, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(partial, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(partial)
+            raise
     sync_folder(path.parent)
 
 

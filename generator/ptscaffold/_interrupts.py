@@ -70,6 +70,18 @@ def interruptible() -> contextlib.AbstractContextManager[None]:
     return _handled(STOPPING[1:], _raise_terminated, over_own=False)
 
 
+@contextlib.contextmanager
+def held() -> Iterator[None]:
+    """Ctrl-C, SIGTERM and SIGHUP wait until the block is done, then stop the command as they
+    would have: for a step whose result the clean-up must know (a folder made and its name
+    kept), which a signal between the two would leave behind unknown."""
+    came: list[int] = []
+    with _handled(STOPPING, lambda signum, frame: came.append(signum), over_own=True):
+        yield
+    if came:  # to the handler that was there before (raising it here)
+        signal.raise_signal(came[0])
+
+
 def deferred() -> contextlib.AbstractContextManager[None]:
     """Ctrl-C, SIGTERM and SIGHUP wait until the block is done (an undo must not stop half
     way); one that comes meanwhile is dropped: the command is already on its way out."""

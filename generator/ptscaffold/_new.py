@@ -172,19 +172,24 @@ def _kept_note(kept: list[Path]) -> str:
     return f"note: kept {len(kept)} existing file(s) instead of the template's: {names}"
 
 
+def _made(dest: Path) -> bool:
+    """Create `dest` if it is missing; whether this process created it."""
+    try:
+        dest.mkdir()
+    except FileExistsError:
+        return False
+    return True
+
+
 @contextlib.contextmanager
-def _claimed(dest: Path, force: bool) -> Iterator[tuple[bool, bool]]:
-    """Hold `dest` (created empty here if missing) for this process alone; yields whether this
-    process created it, and whether it holds files (which stay: `force`).
+def _claimed(dest: Path, force: bool) -> Iterator[bool]:
+    """Hold the existing `dest` for this process alone; yields whether it holds files (which
+    stay: `force`).
 
     Of two `new` into the same folder at the same time, one holds it and the other fails at
     once, before writing anything. What the folder holds is read once it is held: the other
     one may have filled it (moved its project into place) since this one started.
     """
-    made = False
-    with contextlib.suppress(FileExistsError):
-        dest.mkdir()
-        made = True
     with contextlib.ExitStack() as stack:
         try:
             stack.enter_context(_locks.held(dest))
@@ -196,7 +201,7 @@ def _claimed(dest: Path, force: bool) -> Iterator[tuple[bool, bool]]:
         except OSError as exc:  # removed meanwhile, by the `new` that had made it
             raise DestinationError(f"cannot create {dest}: {exc.strerror}") from exc
         _check_destination(dest, force)
-        yield made, any(dest.iterdir())
+        yield any(dest.iterdir())
 
 
 def _move_into_place(rendered: Path, dest: Path) -> None:
@@ -247,15 +252,17 @@ def _remove_dead_stagings(parent: Path) -> None:
 
 def _remove_made_folders(dest: Path, made_dest: bool, created_parent: Path | None) -> None:
     """Remove the folders this `new` made (`dest` if it did, and those above it up to
-    `created_parent`) while they are empty: another `new` may be using them."""
+    `created_parent`) while they are empty, and `dest` only while no other `new` holds it (it
+    may have lost the race for it to one that found it made)."""
     made = [dest] if made_dest else []
     if created_parent is not None:  # an ancestor of `dest`
         made += [dest.parent, *dest.parent.parents]
         made = made[: made.index(created_parent) + 1]
     for folder in made:
         try:
-            folder.rmdir()
-        except OSError:
+            with _locks.held(folder) if folder == dest else contextlib.nullcontext():
+                folder.rmdir()
+        except OSError:  # not empty, held (BlockingIOError), or gone
             return
 
 
@@ -318,9 +325,13 @@ def new(
     made_dest = done = False
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
-        with _claimed(dest, force) as (made_dest, into_existing):
+        # A signal between making a folder and keeping its name would leave it behind.
+        with _interrupts.held():
+            made_dest = _made(dest)
+        with _claimed(dest, force) as into_existing:
             _remove_dead_stagings(dest.parent)
-            staging = _make_staging(dest.parent)
+            with _interrupts.held():
+                staging = _make_staging(dest.parent)
             rendered = staging / dest.name
             with translate_errors(label), redirect:
                 worker = _copier.run(
