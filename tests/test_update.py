@@ -606,6 +606,33 @@ def test_interrupted_update_leaves_the_project_exactly_as_before(
     _check_merged(project, invoke("update", str(project)))
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_a_signal_as_the_update_ends_undoes_it_whole(tmp_path, bundled, monkeypatch):
+    """A signal just before the journal is removed: the update is undone, as one that came
+    earlier (before, the journal of the finished update stayed, for the next one to undo)."""
+    import signal
+
+    from ptscaffold import _snapshot
+
+    project = _update_with_edits(tmp_path, bundled)
+    before = tree_state(project)
+    discard, signalled = _snapshot.Snapshot.discard, []
+
+    def signalled_first(self):
+        if not signalled:
+            signalled.append(True)
+            signal.raise_signal(signal.SIGTERM)  # a real signal, to the real handlers
+        discard(self)
+
+    monkeypatch.setattr(_snapshot.Snapshot, "discard", signalled_first)
+    result = invoke("update", str(project))
+    assert signalled
+    assert result.exit_code == 143, result.stderr
+    assert "interrupted; nothing was updated" in result.stderr, result.stderr
+    assert tree_state(project) == before
+    assert not (project / ".git" / "ptscaffold-update").exists()
+
+
 # A failing git call inside the project is often one copier tolerates; a file it cannot write
 # is not.
 FAILURES = [("git", 8), ("render", 60), ("render", 100), ("render", 140)]

@@ -302,6 +302,9 @@ def _update(
         if not unsafe:  # before any git command runs where the template wrote
             _planted.refuse_planted(top, str(src), snapshot.written)
         conflicts = sorted({*_conflicts(project, conflict), *guard.beside})
+        # The last step of the update, inside it: a signal just before would otherwise leave
+        # the journal of a finished update, which the next update would undo.
+        snapshot.discard()
     except BaseException as exc:
         if snapshot is None:
             raise
@@ -314,7 +317,6 @@ def _update(
         if isinstance(exc, PtscaffoldError):
             raise type(exc)(f"{str(exc).rstrip('.')}; nothing was updated: {state}") from exc
         raise
-    snapshot.discard()
     new = getattr(worker.template, "version", None)
     return UpdateResult(
         project=project,
