@@ -12,7 +12,7 @@ from pathlib import Path
 import ptscaffold
 import pytest
 import yaml
-from ptscaffold import _questions, _template
+from ptscaffold import _interrupts, _questions, _template
 from ptscaffold_testing import REPO_ROOT, copy_template, git, invoke, isolated, ptscaffold_cache  # noqa: F401
 
 
@@ -502,11 +502,10 @@ def test_sigterm_during_new_cleans_up_as_ctrl_c_does(tmp_path):
 # The moments a folder exists and `new` does not yet hold its name: a signal there left it
 # behind (the SIGTERM test above met the staging one once, in CI).
 FOLDER_MADE = ("_made", "_make_staging")
-STOPPING = [signal.SIGINT, signal.SIGTERM] + ([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])
 
 
 @pytest.mark.parametrize("maker", FOLDER_MADE)
-@pytest.mark.parametrize("signum", STOPPING, ids=lambda s: signal.Signals(s).name)
+@pytest.mark.parametrize("signum", _interrupts.STOPPING, ids=lambda s: signal.Signals(s).name)
 def test_a_signal_as_a_folder_is_made_leaves_nothing(tmp_path, monkeypatch, maker, signum):
     from ptscaffold import _new
 

@@ -26,8 +26,12 @@ def test_a_held_signal_stops_the_command_after_the_block_as_it_would_have():
 
 
 def test_a_signal_inside_a_deferred_undo_stays_dropped():
-    with _interrupts.deferred(), _interrupts.held():
-        signal.raise_signal(signal.SIGINT)
+    done = []
+    with _interrupts.deferred():
+        with _interrupts.held():
+            signal.raise_signal(signal.SIGINT)
+        done.append("the rest of the undo")
+    assert done == ["the rest of the undo"]
 
 
 def test_a_file_written_whole_leaves_nothing_when_a_signal_comes_as_it_is_made(

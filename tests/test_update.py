@@ -6,6 +6,7 @@ import importlib.util
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -610,8 +611,6 @@ def test_interrupted_update_leaves_the_project_exactly_as_before(
 def test_a_signal_as_the_update_ends_undoes_it_whole(tmp_path, bundled, monkeypatch):
     """A signal just before the journal is removed: the update is undone, as one that came
     earlier (before, the journal of the finished update stayed, for the next one to undo)."""
-    import signal
-
     from ptscaffold import _snapshot
 
     project = _update_with_edits(tmp_path, bundled)
