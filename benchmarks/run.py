@@ -35,6 +35,7 @@ BENCHMARKS = [
     "images",
     "trackers",
     "realimages",
+    "finetune",
 ]
 
 

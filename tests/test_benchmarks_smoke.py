@@ -32,6 +32,7 @@ EXPECTED = {
     "corpus": ["char_mb_s", "char_of_reference", "bpe_ratio", "startup_ratio", "rss_ratio"],
     "images": ["decode_speedup", "decode_generated_wait", "balanced_speedup"],
     "realimages": ["shapes_default", "shapes_baseline", "equal_time_ratio", "real_sets_won"],
+    "finetune": ["hand_val_acc", "project_val_acc", "scratch_val_acc", "acc_gap", "time_ratio"],
     "ema": ["cnn_ratio", "cnn_update_ms", "linear_ratio", "linear_update_ms"],
     "ckpt_save": ["sync_save_s", "async_save_s"],
     "trackers": [

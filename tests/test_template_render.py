@@ -454,6 +454,17 @@ FOOTPRINTS = (
         (Mark(r"torch\.isfinite", files=r"^src/"), Mark(r"max_skips")),
     ),
     Footprint("compile", lambda a: a["compile"], (Mark(r"\.compile\(mode="),)),
+    # timm is imported, required and tested only where it is chosen
+    Footprint(
+        "timm",
+        lambda a: a.get("timm", False),
+        (
+            Mark(rf"^src/{PKG}/backbones\.py$", in_path=True),
+            Mark(r"^tests/test_backbones\.py$", in_path=True),
+            Mark(r"\bimport timm\b|\bfrom timm\b"),
+            Mark(r'"timm>=', files=r"^pyproject\.toml$"),
+        ),
+    ),
     Footprint(
         "activation_checkpointing",
         lambda a: a["activation_checkpointing"],

@@ -341,7 +341,8 @@ def _strip_git(state: dict[str, str]) -> dict[str, str]:
 
 
 @pytest.mark.parametrize(
-    ("flag", "on", "off"), [("amp", "bf16", "none"), ("nan_guard", "false", "true")]
+    ("flag", "on", "off"),
+    [("amp", "bf16", "none"), ("nan_guard", "false", "true"), ("timm", "true", "false")],
 )
 def test_toggling_a_feature_equals_a_fresh_generation(tmp_path, flag, on, off):
     project = ptscaffold.new(tmp_path / "a" / "proj", defaults=True, quiet=True)
