@@ -563,7 +563,8 @@ def same_setup(project: SimpleNamespace, cfg: Any, *, plain: bool = False) -> Si
         )
     model = project.model.build_model(cfg.model, datasets.info)
     optimizer = project.optim.build_optimizer(model, cfg.optim)
-    total_steps = batches_per_epoch * cfg.epochs
+    epochs, _ = project.train.run_epochs(cfg, batches_per_epoch, len(datasets.train))  # epochs=0
+    total_steps = batches_per_epoch * epochs
     if cfg.max_steps:
         total_steps = min(total_steps, cfg.max_steps)
     scheduler = project.optim.build_scheduler(optimizer, cfg.optim, total_steps)
