@@ -225,20 +225,26 @@ def test_ci_os_renders_the_matrix(render_project, ci_os: str):
         assert job["runs-on"] == "ubuntu-latest" and "strategy" not in job
     steps = [step.get("run", "") for step in job["steps"]]
     assert "python -m pytest" in steps
-    # A weekly job asks ptscaffold whether a newer template is out (exit 4 fails it)
+    # Weekly, the tests against the week's dependencies; template updates have a workflow of
+    # their own (tests/test_template_update_workflow.py)
     triggers = workflow[True]  # YAML 1.1 reads the key `on` as True
     assert triggers["schedule"] and "workflow_dispatch" in triggers
-    update = workflow["jobs"]["template-update"]
-    assert "schedule" in update["if"] and update["steps"][-1]["run"] == "ptscaffold check"
+    assert list(workflow["jobs"]) == ["test"]
 
 
 def test_no_ci_no_workflow_and_nothing_else_changes(render_project):
-    """ci is not among the render test's flags (tm.NOT_FLAGS): it must render the workflow only."""
+    """ci is not among the render test's flags (tm.NOT_FLAGS): it must render the workflows
+    (and their script) only."""
     default = tm.read_tree(render_project(tm.default_answers(tm.all_names())))
     other = tm.read_tree(render_project(tm.default_answers(tm.all_names(), ci=False)))
     changed = {p for p in set(default) | set(other) if default.get(p) != other.get(p)}
-    assert changed == {".github/workflows/tests.yml", ".copier-answers.yml"}, changed
-    assert ".github/workflows/tests.yml" not in other
+    github = {
+        ".github/workflows/tests.yml",
+        ".github/workflows/template-update.yml",
+        ".github/scripts/template-update.sh",
+    }
+    assert changed == {*github, ".copier-answers.yml"}, changed
+    assert not github & set(other)
 
 
 # --- one ruff --------------------------------------------------------------------------------

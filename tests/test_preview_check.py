@@ -121,6 +121,47 @@ def test_check_tells_when_an_update_is_due(tmp_path, bundled):
     assert invoke("check", str(project)).exit_code == 0
 
 
+CHANGELOG = """# Changelog
+
+Text before the first section.
+
+## Unreleased
+
+- After 2.0.0.
+
+## [2.0.0] - 2026-01-05
+
+- NOTES.md changes.
+
+## v1.0.0
+
+- The project's own version: already in it.
+
+## Notes on versions
+
+## 0.9.0
+
+- Older still.
+"""
+
+
+def test_check_prints_the_changelog_sections_an_update_brings(tmp_path, bundled):
+    project = ptscaffold.new(tmp_path / "proj", defaults=True, quiet=True)
+    # The bundled template's CHANGELOG.md sits beside its copier.yml (the wheel puts it there)
+    (tmp_path / "t2" / "CHANGELOG.md").write_text(CHANGELOG)
+    current = invoke("check", str(project), "--changelog")
+    assert (current.exit_code, current.stdout) == (0, ""), current.stderr
+
+    bundled("2.0.0")
+    due = invoke("check", str(project), "--changelog")
+    assert due.exit_code == 4, due.stderr
+    assert due.stdout == (
+        "## Unreleased\n\n- After 2.0.0.\n\n## [2.0.0] - 2026-01-05\n\n- NOTES.md changes.\n"
+    )
+    found = json.loads(invoke("check", str(project), "--json", "--changelog").stdout)
+    assert found["changelog"] == due.stdout and found["update_available"] is True
+
+
 def test_check_refuses_a_project_of_a_newer_ptscaffold(tmp_path, bundled):
     bundled("2.0.0")
     project = ptscaffold.new(tmp_path / "proj", defaults=True, quiet=True)

@@ -70,6 +70,7 @@ CHECK_EPILOG = f"""\b
 Examples:
   ptscaffold check                       # the project in the current directory
   ptscaffold check my-project --json
+  ptscaffold check --changelog           # what the newer template changes (Markdown)
 
 Exit code {EXIT_OK}: on the newest version; {EXIT_OUTDATED}: a newer one is available
 (`ptscaffold update --dry-run` shows what it changes)."""
@@ -379,6 +380,14 @@ def check(
     json_output: Annotated[
         bool, typer.Option("--json", help="Print the result as one JSON object.")
     ] = False,
+    changelog: Annotated[
+        bool,
+        typer.Option(
+            "--changelog",
+            help="Print instead the template's CHANGELOG sections that the update brings "
+            "(Markdown; nothing when up to date). With --json: its `changelog` entry.",
+        ),
+    ] = False,
 ) -> None:
     """Tell whether a newer template version is available for PROJECT (exit 4 when it is)."""
 
@@ -387,11 +396,23 @@ def check(
 
         return check(*args)
 
+    def api_changelog(*args: Any) -> str:
+        from ._check import changelog
+
+        return changelog(*args)
+
     status = _run(api_check, project)
+    notes = _run(api_changelog, status) if changelog else None
     if json_output:
         import json
 
-        typer.echo(json.dumps(status.as_dict()))
+        found = status.as_dict()
+        if notes is not None:
+            found["changelog"] = notes
+        typer.echo(json.dumps(found))
+    elif notes is not None:
+        if notes:
+            typer.echo(notes, nl=False)
     elif status.update_available:
         typer.echo(
             f"{status.project} is on template {status.version}; {status.latest} is available: "
