@@ -1,1 +1,0 @@
-"""Checkpoints: their format, when they are written, and sharded (FSDP) storage."""
