@@ -243,8 +243,14 @@ def test_no_ci_no_workflow_and_nothing_else_changes(render_project):
         ".github/workflows/template-update.yml",
         ".github/scripts/template-update.sh",
     }
-    assert changed == {*github, ".copier-answers.yml"}, changed
+    assert changed == {*github, "README.md", ".copier-answers.yml"}, changed
     assert not github & set(other)
+    # The README loses exactly the section on the template-update workflow
+    section = re.search(
+        rb"## Template updates as pull requests\n.*?\n(?=## )", default["README.md"], re.S
+    )
+    assert section is not None
+    assert default["README.md"].replace(section.group(0), b"") == other["README.md"]
 
 
 # --- one ruff --------------------------------------------------------------------------------
