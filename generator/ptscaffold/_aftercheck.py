@@ -9,7 +9,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ._update import _git
+from . import _git
 
 # Asked of a candidate interpreter: where it imports the package from, and whether it has pytest
 _PROBE = (
@@ -84,4 +84,4 @@ def run_project_tests(project: Path, package: str) -> SuiteReport:
 
 def head_commit(project: Path) -> str:
     """The commit the update started from (an update does not commit)."""
-    return _git(project, "rev-parse", "--short", "HEAD").stdout.strip()
+    return _git.run("rev-parse", "--short", "HEAD", cwd=project).stdout.strip()

@@ -27,13 +27,11 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-import subprocess
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from . import _files, _template
-from ._copier import safe_git_env
+from . import _files, _git, _template
 from ._template import GIT_URL, LEGACY_URLS, TEMPLATE_PATHS
 from .errors import PtscaffoldError
 
@@ -96,44 +94,26 @@ def repo_path() -> Path:
     return cache_dir() / "template.git"
 
 
-def _config_entries(base: Mapping[str, str], items: Iterable[tuple[str, str]]) -> dict[str, str]:
-    """GIT_CONFIG_* variables adding `items` after those already in `base`."""
-    first = int(base.get("GIT_CONFIG_COUNT", "0") or 0)
-    env = {}
-    for offset, (key, value) in enumerate(items):
-        env[f"GIT_CONFIG_KEY_{first + offset}"] = key
-        env[f"GIT_CONFIG_VALUE_{first + offset}"] = value
-    env["GIT_CONFIG_COUNT"] = str(first + len(env) // 2)
-    return env
-
-
 def git_env() -> dict[str, str]:
     """The environment of every git run on the cache (the remote helper's upload-pack too)."""
-    env = {k: v for k, v in os.environ.items() if k not in _REPOSITORY_VARS}
-    env.update(safe_git_env(env))
-    env.update(_config_entries(env, _CACHE_GIT_CONFIG))
-    return env
+    outside = {k: v for k, v in os.environ.items() if k not in _REPOSITORY_VARS}
+    return _git.environment(outside, _CACHE_GIT_CONFIG)
 
 
-def _git(
+def git(
     *args: str,
     env: Mapping[str, str] | None = None,
     input: str | None = None,
     check: bool = True,
 ) -> str:
-    proc = subprocess.run(
-        ["git", "--git-dir", str(repo_path()), *args],
-        env={**git_env(), **_GIT_ENV, **(env or {})},
-        input=input,
-        capture_output=True,
-        text=True,
-        umask=_UMASK,
-    )
+    """`git ARGS` on the cache repository, in its environment (`env` adds to it); its output.
+    A failure (with `check`) is a PtscaffoldError naming the repository."""
+    proc = _git.run(
+        "--git-dir", str(repo_path()), *args,
+        env={**git_env(), **_GIT_ENV, **(env or {})}, input=input, umask=_UMASK,
+    )  # fmt: skip
     if check and proc.returncode != 0:
-        detail = (proc.stderr or proc.stdout).strip().splitlines()
-        raise PtscaffoldError(
-            f"git {args[0]} failed in {repo_path()}: {detail[-1] if detail else ''}"
-        )
+        raise PtscaffoldError(f"git {args[0]} failed in {repo_path()}: {_git.last_line(proc, '')}")
     return proc.stdout.strip()
 
 
@@ -229,14 +209,14 @@ def _write_tree(root: Path) -> str:
     """
     files = _template_files(root)
     listing = "".join(f"{root / name}\n" for name in files)
-    blobs = _git("hash-object", "-w", "--no-filters", "--stdin-paths", input=listing).split()
+    blobs = git("hash-object", "-w", "--no-filters", "--stdin-paths", input=listing).split()
     entries = "".join(
         f"{_mode(root / name)} {blob}\t{name}\0" for name, blob in zip(files, blobs, strict=True)
     )
     with tempfile.TemporaryDirectory() as tmp:
         env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
-        _git("update-index", "-z", "--index-info", input=entries, env=env)
-        return _git("write-tree", env=env)
+        git("update-index", "-z", "--index-info", input=entries, env=env)
+        return git("write-tree", env=env)
 
 
 def _mode(path: Path) -> str:
@@ -245,16 +225,16 @@ def _mode(path: Path) -> str:
 
 def _version_commit(root: Path, version: str) -> str:
     """The commit of the template at `root` as version `version` (stored in the cache repo)."""
-    return _git("commit-tree", _write_tree(root), "-m", f"ptscaffold template {version}")
+    return git("commit-tree", _write_tree(root), "-m", f"ptscaffold template {version}")
 
 
-def _init_repo() -> Path:
+def init_repo() -> Path:
     """The cache repository, made where missing, with ptscaffold's own config and HEAD."""
     repo = repo_path()
     if not (repo / "HEAD").is_file():
         repo.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         # --template=: none of the hooks or other files of the user's git templates
-        _git("init", "--quiet", "--bare", "--template=")
+        git("init", "--quiet", "--bare", "--template=")
     for name, text in _OWN_FILES.items():
         path = repo / name
         if not path.is_file() or path.read_text(encoding="utf-8", errors="replace") != text:
@@ -264,7 +244,7 @@ def _init_repo() -> Path:
 
 def _refs() -> dict[str, str]:
     """Every ref of the cache repository and the object it names (not peeled)."""
-    listed = _git("for-each-ref", "--format=%(objectname) %(refname)")
+    listed = git("for-each-ref", "--format=%(objectname) %(refname)")
     return {ref: sha for sha, _, ref in (line.partition(" ") for line in listed.splitlines())}
 
 
@@ -280,7 +260,7 @@ def commit_version(root: Path, version: str) -> bool:
 def _update_refs(commands: list[str]) -> None:
     """Apply `update-ref --stdin` commands, to the refs themselves (never through a symref)."""
     if commands:
-        _git("update-ref", "--no-deref", "--stdin", input="".join(f"{c}\n" for c in commands))
+        git("update-ref", "--no-deref", "--stdin", input="".join(f"{c}\n" for c in commands))
 
 
 # --- the releases, as the installed ptscaffold has them ----------------------------------------
@@ -289,7 +269,7 @@ def _update_refs(commands: list[str]) -> None:
 def _bundle_tags(bundle: Path | None) -> dict[str, str]:
     if bundle is None:
         return {}
-    heads = _git("bundle", "list-heads", str(bundle))
+    heads = git("bundle", "list-heads", str(bundle))
     pairs = (line.partition(" ") for line in heads.splitlines())
     return {ref: sha for sha, _, ref in pairs if ref.startswith("refs/tags/")}
 
@@ -320,7 +300,7 @@ def _restore_releases(root: Path, version: str, bundle: Path | None) -> None:
     wrong = {ref for ref, sha in expected.items() if current.get(ref) != sha}
     fetch = sorted(ref for ref in wrong if released.get(ref) == expected[ref])
     if fetch:
-        _git("fetch", "--quiet", "--no-tags", str(bundle), *(f"+{ref}:{ref}" for ref in fetch))
+        git("fetch", "--quiet", "--no-tags", str(bundle), *(f"+{ref}:{ref}" for ref in fetch))
     commands = [f"update {ref} {expected[ref]}" for ref in sorted(wrong) if ref not in fetch]
     # A version tag that no installed file knows stays: this machine made it from an earlier
     # install (a development build, or one without the bundle), and a project may record it.
@@ -353,13 +333,13 @@ def ensure_repo(root: Path | None = None, version: str | None = None) -> Path:
     version = version or _template.template_version(root)
     with _locked():
         _refuse_foreign_files(repo_path())
-        repo = _init_repo()
+        repo = init_repo()
         _restore_releases(root, version, _template.history_bundle())
     return repo
 
 
 def has_tag(tag: str) -> bool:
-    return bool(_git("tag", "-l", tag, check=False))
+    return bool(git("tag", "-l", tag, check=False))
 
 
 def redirect_env(repo: Path) -> dict[str, str]:
@@ -368,7 +348,7 @@ def redirect_env(repo: Path) -> dict[str, str]:
     urls = (GIT_URL, *LEGACY_URLS)
     return {
         "GIT_TERMINAL_PROMPT": "0",
-        **_config_entries(os.environ, ((f"url.{repo}.insteadOf", url) for url in urls)),
+        **_git.config_env(os.environ, ((f"url.{repo}.insteadOf", url) for url in urls)),
     }
 
 
@@ -401,7 +381,7 @@ def versions() -> list[str]:
     from packaging.version import InvalidVersion, Version
 
     found = []
-    for tag in _git("tag", "-l", "v*", check=False).split():
+    for tag in git("tag", "-l", "v*", check=False).split():
         try:
             found.append((Version(tag[1:]), tag))
         except InvalidVersion:
@@ -411,4 +391,4 @@ def versions() -> list[str]:
 
 def has_ref(ref: str) -> bool:
     """Whether `ref` (a tag, branch or commit) names a commit of the cache repository."""
-    return bool(_git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False))
+    return bool(git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False))

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from . import _template
-from ._update import _git, _read_answers, _version_of, refuse_if_newer
+from . import _git, _template
+from ._update import read_answers, refuse_if_newer, version_of
 from .errors import PtscaffoldError, UpdateRefused
 
 
@@ -42,8 +42,8 @@ def check(project: str | os.PathLike[str] = ".") -> Status:
     project = Path(os.path.abspath(Path(project).expanduser()))
     if not project.is_dir():
         raise UpdateRefused(f"{project} is not a directory")
-    answers = _read_answers(project)
-    version = _version_of(answers.get("_commit"))
+    answers = read_answers(project)
+    version = version_of(answers.get("_commit"))
     if version is None:
         raise UpdateRefused(
             f"{project} records no template version (_commit) that names a release; "
@@ -116,13 +116,13 @@ def _changelog_at_tag(project: Path, src: str, version: str) -> str:
             ("--git-dir", tmp, "fetch", "--quiet", "--depth=1", "--no-tags", src,
              f"refs/tags/{tag}"),
         ):  # fmt: skip
-            proc = _git(project, *args)
+            proc = _git.run(*args, cwd=project)
             if proc.returncode != 0:
                 raise PtscaffoldError(
                     f"cannot read the CHANGELOG of the template {src} at {tag}: "
-                    f"{(proc.stderr.strip().splitlines() or ['git failed'])[-1]}"
+                    f"{_git.last_line(proc)}"
                 )
-        shown = _git(project, "--git-dir", tmp, "show", f"FETCH_HEAD:{CHANGELOG}")
+        shown = _git.run("--git-dir", tmp, "show", f"FETCH_HEAD:{CHANGELOG}", cwd=project)
         return shown.stdout if shown.returncode == 0 else ""
 
 
@@ -139,10 +139,10 @@ def _source_versions(project: Path, src: str) -> list[Version]:
 
 
 def _source_tags(project: Path, src: str) -> list[str]:
-    proc = _git(project, "ls-remote", "--tags", "--refs", src)
+    proc = _git.run("ls-remote", "--tags", "--refs", src, cwd=project)
     if proc.returncode != 0:
         raise PtscaffoldError(
             f"cannot list the versions of the template {src}: "
-            f"{(proc.stderr.strip().splitlines() or ['git ls-remote failed'])[-1]}"
+            f"{_git.last_line(proc, 'git ls-remote failed')}"
         )
     return [line.rpartition("refs/tags/")[2] for line in proc.stdout.splitlines() if line]

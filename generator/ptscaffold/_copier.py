@@ -7,11 +7,10 @@ import contextlib
 import contextvars
 import dataclasses
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
-from copier._main import Worker
 from copier.errors import (
     CopierError,
     InteractiveSessionError,
@@ -20,6 +19,8 @@ from copier.errors import (
 )
 from jinja2 import TemplateError
 
+from . import _git
+from ._copier_api import Worker
 from .errors import AnswersError, PtscaffoldError
 
 NO_TTY = (
@@ -27,37 +28,13 @@ NO_TTY = (
     "and/or --data KEY=VALUE / --data-file FILE to give answers"
 )
 
-# Every git that copier or ptscaffold runs gets these (command-line configuration wins over
-# any file): no hook, no fsmonitor daemon, no signing program, and no repository found by
-# looking at a folder that merely looks like one. A template, or a tree rendered from it, so
-# never gets a command run through git.
-SAFE_GIT_CONFIG = {
-    "core.hooksPath": os.devnull,
-    "core.fsmonitor": "false",
-    "commit.gpgSign": "false",
-    "tag.gpgSign": "false",
-    "safe.bareRepository": "explicit",
-}
-
-
-def safe_git_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """GIT_CONFIG_* variables adding SAFE_GIT_CONFIG to those already in `base`."""
-    base = os.environ if base is None else base
-    count = int(base.get("GIT_CONFIG_COUNT", "0") or 0)
-    env = {}
-    for offset, (key, value) in enumerate(SAFE_GIT_CONFIG.items()):
-        env[f"GIT_CONFIG_KEY_{count + offset}"] = key
-        env[f"GIT_CONFIG_VALUE_{count + offset}"] = value
-    env["GIT_CONFIG_COUNT"] = str(count + len(SAFE_GIT_CONFIG))
-    return env
-
 
 @contextlib.contextmanager
 def safe_git() -> Iterator[None]:
     """Copier's git calls (through plumbum, which copied os.environ at import) made safe."""
     from plumbum import local
 
-    with local.env(**safe_git_env(local.env)):
+    with local.env(**_git.safe_config(local.env)):
         yield
 
 

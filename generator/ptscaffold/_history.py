@@ -23,14 +23,13 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import subprocess
 import sys
 import tarfile
 import tempfile
 from io import BytesIO
 from pathlib import Path
 
-from . import _cache
+from . import _cache, _git
 from ._template import TEMPLATE_PATHS
 
 BUNDLE = Path(__file__).resolve().parent / "_releases.bundle"
@@ -41,17 +40,9 @@ _VERSION = re.compile(
 )
 
 
-def _git(checkout: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=checkout, capture_output=True, text=True, check=True
-    ).stdout
-
-
 def version_at(checkout: Path, commit: str) -> str | None:
     """template_version in copier.yml at `commit` (None where it has none)."""
-    proc = subprocess.run(
-        ["git", "show", f"{commit}:copier.yml"], cwd=checkout, capture_output=True, text=True
-    )
+    proc = _git.run("show", f"{commit}:copier.yml", cwd=checkout)
     found = _VERSION.search(proc.stdout) if proc.returncode == 0 else None
     return found.group("version") if found else None
 
@@ -62,7 +53,7 @@ def releases(checkout: Path, head: str = "HEAD") -> list[tuple[str, str]]:
     Walks the first-parent line of `head`: where template_version changes between a commit
     and its parent, the parent is the release of the older version.
     """
-    line = _git(checkout, "rev-list", "--first-parent", head).split()
+    line = _git.run("rev-list", "--first-parent", head, cwd=checkout, check=True).stdout.split()
     found: dict[str, str] = {}
     newer = version_at(checkout, line[0]) if line else None
     for commit in line[1:]:
@@ -74,12 +65,10 @@ def releases(checkout: Path, head: str = "HEAD") -> list[tuple[str, str]]:
 
 
 def _extract(checkout: Path, commit: str, dest: Path) -> None:
-    archive = subprocess.run(
-        ["git", "archive", "--format=tar", commit, "--", *TEMPLATE_PATHS],
-        cwd=checkout,
-        capture_output=True,
-        check=True,
-    ).stdout
+    archive = _git.run(
+        "archive", "--format=tar", commit, "--", *TEMPLATE_PATHS, cwd=checkout, check=True,
+        text=False,
+    ).stdout  # fmt: skip
     with tarfile.open(fileobj=BytesIO(archive)) as tar:
         tar.extractall(dest, filter="data")
 
@@ -95,14 +84,14 @@ def build_bundle(
     with tempfile.TemporaryDirectory() as tmp:
         os.environ[_cache.CACHE_ENV_VAR] = str(Path(tmp) / "cache")
         try:
-            _cache._init_repo()
+            _cache.init_repo()
             for version, commit in found:
                 src = Path(tmp) / version
                 _extract(checkout, commit, src)
                 _cache.commit_version(src, version)
             out = out.absolute()
             out.parent.mkdir(parents=True, exist_ok=True)
-            _cache._git("bundle", "create", str(out), "--tags")
+            _cache.git("bundle", "create", str(out), "--tags")
         finally:
             if saved is None:
                 os.environ.pop(_cache.CACHE_ENV_VAR, None)

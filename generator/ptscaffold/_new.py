@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import os
 import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -266,6 +267,87 @@ def _remove_made_folders(dest: Path, made_dest: bool, created_parent: Path | Non
             return
 
 
+def _served(bundled: bool, label: str) -> tuple[contextlib.AbstractContextManager[Any], str | None]:
+    """(the context that serves the template to copier, the ref to render): the bundled
+    template from the local cache at the installed version; another as copier reads it."""
+    if not bundled:
+        return contextlib.nullcontext(), None
+    with translate_errors(label):
+        repo = _cache.ensure_repo()
+    return _cache.redirected(repo), f"v{_template.template_version()}"
+
+
+def _copy(
+    into: Path,
+    *,
+    label: str,
+    redirect: contextlib.AbstractContextManager[Any],
+    trusted: bool,
+    **kwargs: Any,
+) -> Any:
+    """Copier's copy of the template (`kwargs`: src_path, data, ...) into `into`; its worker.
+    A template nobody trusted may not plant a git repository there."""
+    from . import _copier
+
+    with translate_errors(label), redirect:
+        worker = _copier.run(operation="copy", dst_path=into, unsafe=trusted, quiet=True, **kwargs)
+    if not trusted:
+        _planted.refuse_planted(into, kwargs["src_path"])
+    return worker
+
+
+def _render_into_place(
+    dest: Path, render: Callable[[Path], Any], *, force: bool, git: bool, quiet: bool
+) -> Any:
+    """`render(folder)` renders the project into a staging folder beside `dest` (returning
+    copier's worker); the project is then moved into place, or merged into a `dest` that holds
+    files (`force`), with a git repository unless not `git`. A failure or a signal removes
+    everything this made."""
+    # The first missing folder above `dest`, removed again if anything fails.
+    created = dest.parent
+    while not os.path.lexists(created.parent):
+        created = created.parent
+    created_parent = created if not os.path.lexists(created) else None
+    staging: Path | None = None
+    made_dest = done = False
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        # A signal between making a folder and keeping its name would leave it behind.
+        with _interrupts.held():
+            made_dest = _made(dest)
+        with _claimed(dest, force) as into_existing:
+            _remove_dead_stagings(dest.parent)
+            with _interrupts.held():
+                staging = _make_staging(dest.parent)
+            rendered = staging / dest.name
+            worker = render(rendered)
+            if into_existing:
+                _add_to_existing(rendered, dest, git=git, quiet=quiet)
+            else:
+                if git:
+                    _run_hook(rendered)
+                _move_into_place(rendered, dest)
+        done = True
+    finally:
+        with _interrupts.deferred():  # a second Ctrl-C must not stop the clean-up half way
+            if staging is not None:
+                shutil.rmtree(staging, ignore_errors=True)
+            if not done:
+                _remove_made_folders(dest, made_dest, created_parent)
+    return worker
+
+
+def _add_to_existing(rendered: Path, dest: Path, *, git: bool, quiet: bool) -> None:
+    """`--force`: the rendered files that `dest` lacks go in; git only where `dest` has none."""
+    kept = _merge_into(rendered, dest)
+    if kept:
+        _say(quiet, _kept_note(kept), err=True)
+    if git and (dest / ".git").exists():
+        _say(quiet, f"note: {dest} is already a git repository; nothing was committed", err=True)
+    elif git:
+        _run_hook(dest)
+
+
 @_interrupts.interruptible()
 def new(
     dest: str | os.PathLike[str],
@@ -290,15 +372,11 @@ def new(
 
     Raises PtscaffoldError (AnswersError, DestinationError, UsageError) with a one-line message.
     """
-    from . import _copier
-
     dest = Path(os.path.abspath(Path(dest).expanduser()))
     _check_name(dest)
     _check_destination(dest, force)
-    raw: dict[str, Any] = {}
-    if data_file is not None:
-        raw.update(_answers.load_data_file(data_file))
-    raw.update(data or {})
+    from_file = _answers.load_data_file(data_file) if data_file is not None else {}
+    raw: dict[str, Any] = {**from_file, **(data or {})}
 
     src, root, bundled = _source(template)
     label = "(bundled)" if bundled else src
@@ -306,68 +384,21 @@ def new(
         # The trust decision comes first: reading the questions imports Jinja extensions.
         quest = Questionnaire(root, dest, trusted=bundled or trust) if root is not None else None
         answers, user_defaults = _prepare_answers(quest, raw, defaults, dest.name)
+    redirect, vcs_ref = _served(bundled, label)
 
-    if bundled:
-        with translate_errors(label):
-            repo = _cache.ensure_repo()
-        redirect: contextlib.AbstractContextManager[Any] = _cache.redirected(repo)
-        vcs_ref: str | None = f"v{_template.template_version()}"
-    else:
-        redirect, vcs_ref = contextlib.nullcontext(), None
-
+    render = functools.partial(
+        _copy,
+        label=label,
+        redirect=redirect,
+        trusted=bundled or trust,
+        src_path=src,
+        data=answers,
+        defaults=defaults,
+        user_defaults=user_defaults,
+        vcs_ref=vcs_ref,
+    )
     outer_repo = _enclosing_git_repo(dest)
-    # The first missing folder above `dest`, removed again if anything fails.
-    created = dest.parent
-    while not os.path.lexists(created.parent):
-        created = created.parent
-    created_parent = created if not os.path.lexists(created) else None
-    staging: Path | None = None
-    made_dest = done = False
-    try:
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        # A signal between making a folder and keeping its name would leave it behind.
-        with _interrupts.held():
-            made_dest = _made(dest)
-        with _claimed(dest, force) as into_existing:
-            _remove_dead_stagings(dest.parent)
-            with _interrupts.held():
-                staging = _make_staging(dest.parent)
-            rendered = staging / dest.name
-            with translate_errors(label), redirect:
-                worker = _copier.run(
-                    operation="copy",
-                    src_path=src,
-                    dst_path=rendered,
-                    data=answers,
-                    defaults=defaults,
-                    user_defaults=user_defaults,
-                    vcs_ref=vcs_ref,
-                    unsafe=bundled or trust,
-                    quiet=True,
-                )
-            if not (bundled or trust):
-                _planted.refuse_planted(rendered, src)
-            if not into_existing:
-                if git:
-                    _run_hook(rendered)
-                _move_into_place(rendered, dest)
-            else:
-                kept = _merge_into(rendered, dest)
-                if kept:
-                    _say(quiet, _kept_note(kept), err=True)
-                if git and (dest / ".git").exists():
-                    _say(quiet, f"note: {dest} is already a git repository; nothing was committed",
-                         err=True)  # fmt: skip
-                elif git:
-                    _run_hook(dest)
-        done = True
-    finally:
-        with _interrupts.deferred():  # a second Ctrl-C must not stop the clean-up half way
-            if staging is not None:
-                shutil.rmtree(staging, ignore_errors=True)
-            if not done:
-                _remove_made_folders(dest, made_dest, created_parent)
-
+    worker = _render_into_place(dest, render, force=force, git=git, quiet=quiet)
     if outer_repo is not None:
         own = "; the project has its own repository" if (dest / ".git").exists() else ""
         _say(quiet, f"note: {dest} is inside the git repository {outer_repo}{own}", err=True)

@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from . import _git
 from ._snapshot import Snapshot
-from ._update import KEPT_SUFFIX, _git, _repository_top, update
+from ._update import KEPT_SUFFIX, repository_top, update
 from .errors import UpdateRefused
 
 # git's --name-status letters, as the preview names them
@@ -45,7 +46,7 @@ class Preview:
 def _output(cwd: Path, *args: str) -> str:
     """Its output; a failure refuses the preview. --no-optional-locks: `status` must not refresh
     the project's index, which would write it."""
-    proc = _git(cwd, "--no-optional-locks", *args)
+    proc = _git.run("--no-optional-locks", *args, cwd=cwd)
     if proc.returncode != 0:
         raise UpdateRefused(f"git {args[0]} failed in {cwd}: {proc.stderr.strip()[:300]}")
     return proc.stdout
@@ -64,7 +65,7 @@ def preview(
     project = Path(os.path.abspath(Path(project).expanduser()))
     if not project.exists():
         raise UpdateRefused(f"{project} does not exist")
-    top = _repository_top(project)
+    top = repository_top(project)
     if Snapshot.pending(top) is not None:
         raise UpdateRefused(
             f"an earlier update of {top} was killed before it finished; "

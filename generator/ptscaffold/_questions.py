@@ -30,13 +30,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from copier._main import Worker
-from copier._template import Template
-from copier._types import MISSING
-from copier._user_data import AnswersMap, Question
 from copier.errors import CopierError, InvalidTypeError, UnsafeTemplateError
 from jinja2 import TemplateError, meta
 
+from ._copier_api import MISSING, AnswersMap, Question, Template, Worker
 from .errors import AnswersError
 
 _TRUE = {"true", "yes", "y", "on", "1"}
@@ -243,11 +240,7 @@ class Questionnaire:
         for name, details in self.template.questions_data.items():
             question = self._question(name, details, answers)
             validator = str(details.get("validator") or "")
-            if name in answers.last:  # as copier does: an invalid recorded answer is dropped
-                try:
-                    self._validate(question, validator, question.parse_answer(answers.last[name]))
-                except (AnswersError, ValueError, CopierError):
-                    del answers.last[name]
+            self._drop_invalid_recorded(question, validator, answers)
             known = not (interactive and walk.prompted)  # every earlier answer is known
             applies = question.get_when() if known else True
             walk.applies[name] = applies
@@ -255,12 +248,7 @@ class Questionnaire:
                 answers.hide(name)
                 answers.last.pop(name, None)
             if name in answers.init:
-                answer = _parse(question, answers.init[name])
-                if known:  # the template's own rule first, then copier's silent `when`
-                    self._validate(question, validator, answer)
-                    if not applies:
-                        raise AnswersError(self._refusal(name, answer, answers.combined))
-                answers.user[name] = answer
+                self._take_given(question, validator, answers, checked=known, applies=applies)
                 continue
             if name in answers.last:
                 continue
@@ -280,6 +268,36 @@ class Questionnaire:
             answers.user[name] = default
         walk.answers = {k: v for k, v in answers.combined.items() if k in self.questions}
         return walk
+
+    def _drop_invalid_recorded(
+        self, question: Question, validator: str, answers: AnswersMap
+    ) -> None:
+        """As copier does: a recorded answer that is no longer valid is dropped."""
+        name = question.var_name
+        if name in answers.last:
+            try:
+                self._validate(question, validator, question.parse_answer(answers.last[name]))
+            except (AnswersError, ValueError, CopierError):
+                del answers.last[name]
+
+    def _take_given(
+        self,
+        question: Question,
+        validator: str,
+        answers: AnswersMap,
+        *,
+        checked: bool,
+        applies: bool,
+    ) -> None:
+        """The given answer, cast and (where the earlier answers are known: `checked`) checked:
+        the template's own rule first, then copier's silent `when`."""
+        name = question.var_name
+        answer = _parse(question, answers.init[name])
+        if checked:
+            self._validate(question, validator, answer)
+            if not applies:
+                raise AnswersError(self._refusal(name, answer, answers.combined))
+        answers.user[name] = answer
 
     def _validate(self, question: Question, validator: str, answer: Any) -> None:
         """Run the question's copier.yml validator; its rendered text is the refusal."""

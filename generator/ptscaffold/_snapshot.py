@@ -23,13 +23,11 @@ import contextlib
 import json
 import os
 import shutil
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
-from . import _files, _interrupts
-from ._copier import safe_git_env
+from . import _files, _git, _interrupts
 
 JOURNAL = "ptscaffold-update"
 # Kinds of the journal's log entries (a letter, the path from the repository's top, NUL):
@@ -51,32 +49,23 @@ def _stat(path: Path) -> Stat | None:
     return (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ino)
 
 
-def _git(root: Path, *args: str, input: str | None = None, check: bool = True) -> str:
-    proc = subprocess.run(
-        ["git", *args],
-        cwd=root,
-        env={**os.environ, **safe_git_env()},
-        input=input,
-        capture_output=True,
-        text=True,
-        check=check,
-    )
-    return proc.stdout
+def _git_out(root: Path, *args: str, input: str | None = None, check: bool = True) -> str:
+    return _git.run(*args, cwd=root, input=input, check=check).stdout
 
 
 def git_dir(root: Path) -> Path:
     """The git folder of the repository whose top is `root` (its own one for a worktree)."""
-    return Path(_git(root, "rev-parse", "--absolute-git-dir").strip())
+    return Path(_git_out(root, "rev-parse", "--absolute-git-dir").strip())
 
 
 def _refs(root: Path) -> dict[str, str]:
-    out = _git(root, "for-each-ref", "--format=%(refname) %(objectname)")
+    out = _git_out(root, "for-each-ref", "--format=%(refname) %(objectname)")
     return dict(line.split(" ", 1) for line in out.splitlines() if line.strip())
 
 
 def _head(root: Path) -> str:
     """The commit HEAD names ('' before the first commit)."""
-    return _git(root, "rev-parse", "-q", "--verify", "HEAD", check=False).strip()
+    return _git_out(root, "rev-parse", "-q", "--verify", "HEAD", check=False).strip()
 
 
 def _children() -> set[int]:
@@ -109,7 +98,7 @@ class Snapshot:
 
     def __init__(self, root: Path) -> None:
         folder = git_dir(root)
-        tracked = set(_git(root, "ls-files", "-z").split("\0")) - {""}
+        tracked = set(_git_out(root, "ls-files", "-z").split("\0")) - {""}
         state = {
             "head": (folder / "HEAD").read_text(encoding="utf-8"),
             "commit": _head(root),
@@ -241,7 +230,8 @@ class Snapshot:
         for rel in sorted(made, key=lambda rel: rel.count("/"), reverse=True):
             self._remove_made(self.root / rel)
         if rewrite:
-            _git(self.root, "checkout-index", "--force", "-z", "--stdin", input="\0".join(rewrite))
+            listed = "\0".join(rewrite)
+            _git_out(self.root, "checkout-index", "--force", "-z", "--stdin", input=listed)
         return sorted(rel for rel in self.users if not os.path.lexists(self.root / rel))
 
     @staticmethod
@@ -281,6 +271,6 @@ class Snapshot:
         refs = _refs(self.root)
         for name, sha in self.refs.items():
             if refs.get(name) != sha:
-                _git(self.root, "update-ref", "--no-deref", name, sha)
+                _git_out(self.root, "update-ref", "--no-deref", name, sha)
         for name in set(refs) - set(self.refs):
-            _git(self.root, "update-ref", "--no-deref", "-d", name)
+            _git_out(self.root, "update-ref", "--no-deref", "-d", name)

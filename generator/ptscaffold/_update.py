@@ -6,7 +6,6 @@ import contextlib
 import os
 import re
 import stat
-import subprocess
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -16,8 +15,8 @@ from typing import Any, Literal
 import yaml
 from packaging.version import InvalidVersion, Version
 
-from . import _cache, _interrupts, _locks, _planted, _snapshot, _template
-from ._copier import Render, safe_git_env, translate_errors
+from . import _cache, _git, _interrupts, _locks, _planted, _snapshot, _template
+from ._copier import Render, translate_errors
 from ._questions import Questionnaire
 from ._snapshot import Snapshot
 from .errors import Interrupted, PtscaffoldError, UpdateRefused
@@ -43,17 +42,7 @@ class UpdateResult:
     trusted: bool = False
 
 
-def _git(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["git", *args],
-        cwd=project,
-        env={**os.environ, **safe_git_env()},
-        capture_output=True,
-        text=True,
-    )
-
-
-def _version_of(ref: Any) -> Version | None:
+def version_of(ref: Any) -> Version | None:
     """`v0.1.0` or `v0.1.0-3-gabc123` -> Version("0.1.0")."""
     text = re.sub(r"-\d+-g[0-9a-f]+$", "", str(ref or "")).removeprefix("v")
     try:
@@ -71,7 +60,7 @@ def refuse_if_newer(project: Path, version: Version | None, installed: Version) 
         )
 
 
-def _read_answers(project: Path) -> dict[str, Any]:
+def read_answers(project: Path) -> dict[str, Any]:
     path = project / ANSWERS_FILE
     if not path.is_file():
         raise UpdateRefused(
@@ -91,11 +80,11 @@ def _first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
-def _repository_top(project: Path) -> Path:
+def repository_top(project: Path) -> Path:
     """The top folder of the git repository holding `project` (copier refuses a dirty one)."""
     if not project.is_dir():
         raise UpdateRefused(f"{project} is not a directory")
-    top = _git(project, "rev-parse", "--show-toplevel")
+    top = _git.run("rev-parse", "--show-toplevel", cwd=project)
     if top.returncode != 0:
         raise UpdateRefused(
             f"{project} is not a git repository; updates merge through git "
@@ -113,7 +102,7 @@ def _conflicts(project: Path, conflict: str) -> list[str]:
                 str(Path(dirpath, f).relative_to(project)) for f in filenames if f.endswith(".rej")
             ]
         return sorted(found)
-    proc = _git(project, "diff", "--name-only", "--diff-filter=U")
+    proc = _git.run("diff", "--name-only", "--diff-filter=U", cwd=project)
     return sorted({line for line in proc.stdout.splitlines() if line.strip()})
 
 
@@ -150,7 +139,7 @@ def update(
     project = Path(os.path.abspath(Path(project).expanduser()))
     if not project.exists():
         raise UpdateRefused(f"{project} does not exist")
-    top = _repository_top(project)
+    top = repository_top(project)
     with _one_update_at_a_time(top):
         _undo_a_killed_update(top, quiet)
         return _update(
@@ -205,6 +194,28 @@ def _state(project: Path, lost: list[str]) -> str:
     )
 
 
+@dataclass
+class _Plan:
+    """What an update renders: the answers passed to copier, the template ref, the context
+    that serves the template's address (the bundled template's cache), and whether the
+    template may run code (its tasks and migrations)."""
+
+    src: str
+    bundled: bool
+    old: str
+    answers: dict[str, Any]
+    target: str | None
+    redirect: contextlib.AbstractContextManager[Any]
+    unsafe: bool
+
+
+# Where a project's template source is not the bundled one, an update may need network.
+_OFFLINE_HINT = (
+    "this project's template source may need network; without it, update from a local "
+    "copy with `copier update` after pointing git at it (url.<path>.insteadOf)"
+)
+
+
 def _update(
     project: Path,
     top: Path,
@@ -216,9 +227,26 @@ def _update(
     trust: bool,
     quiet: bool,
 ) -> UpdateResult:
-    from . import _copier
+    recorded = read_answers(project)
+    src, bundled, old = _recorded_source(project, recorded)
+    if bundled:
+        plan = _bundled_plan(project, recorded, src, old, data=data, ask=ask, to=to)
+    else:
+        plan = _Plan(src, False, old, dict(data or {}), to, contextlib.nullcontext(), trust)
+    worker, conflicts = _apply(project, top, plan, conflict=conflict, ask=ask, quiet=quiet)
+    new = getattr(worker.template, "version", None)
+    return UpdateResult(
+        project=project,
+        old_version=str(version_of(old) or old),
+        new_version=str(new) if new is not None else plan.target,
+        conflicts=conflicts,
+        trusted=plan.unsafe,
+    )
 
-    recorded = _read_answers(project)
+
+def _recorded_source(project: Path, recorded: Mapping[str, Any]) -> tuple[str, bool, str]:
+    """(template source, whether it is the bundled template, version) the project records;
+    refused when the answers file cannot tell them."""
     src = recorded.get("_src_path")
     if not src:
         raise UpdateRefused(
@@ -236,50 +264,61 @@ def _update(
             f"{project / ANSWERS_FILE} records no template version (_commit): the project was "
             "rendered from a folder that is not a git repository, so it cannot be updated"
         )
+    return str(src), bundled, str(old)
 
-    answers = dict(data or {})
-    target = to
-    if bundled:
-        installed = _template.template_version()
-        if target is None:
-            target = f"v{installed}"
-        elif re.fullmatch(r"\d+(\.\d+)*\S*", target):
-            target = f"v{target}"
-        quest = Questionnaire(_template.template_root(), project)
-        last = {k: v for k, v in recorded.items() if not k.startswith("_")}
-        answers = quest.walk(answers, last=last, defaults=not ask).answers
-        answers = {k: answers[k] for k in data or {}}
-        with translate_errors("(bundled)"):
-            repo = _cache.ensure_repo()
-        if not _cache.has_tag(str(old)):
-            old_version = _version_of(old)
-            refuse_if_newer(project, old_version, Version(installed))
-            raise UpdateRefused(
-                f"the template version {old} this project was made with is not available "
-                f"offline (the installed ptscaffold is {installed}); install ptscaffold "
-                f"{old_version or old} once, run any command, then upgrade and retry"
-            )
-        if not _cache.has_ref(target):
-            raise UpdateRefused(
-                f"template version {to} does not exist; the versions this ptscaffold has are: "
-                f"{', '.join(_cache.versions())}"
-            )
-        redirect: Any = _cache.redirected(repo)
-        unsafe = True
-    else:
-        redirect, unsafe = contextlib.nullcontext(), trust
 
-    offline = (
-        "this project's template source may need network; without it, update from a local "
-        "copy with `copier update` after pointing git at it (url.<path>.insteadOf)"
-    )
+def _bundled_plan(
+    project: Path,
+    recorded: Mapping[str, Any],
+    src: str,
+    old: str,
+    *,
+    data: Mapping[str, Any] | None,
+    ask: bool,
+    to: str | None,
+) -> _Plan:
+    """The update to the bundled template's version `to` (the installed one by default), its
+    answers checked against the new questions, served from the local cache."""
+    installed = _template.template_version()
+    target = f"v{installed}" if to is None else to
+    if re.fullmatch(r"\d+(\.\d+)*\S*", target):
+        target = f"v{target}"
+    quest = Questionnaire(_template.template_root(), project)
+    last = {k: v for k, v in recorded.items() if not k.startswith("_")}
+    walked = quest.walk(dict(data or {}), last=last, defaults=not ask).answers
+    answers = {k: walked[k] for k in data or {}}
+    with translate_errors("(bundled)"):
+        repo = _cache.ensure_repo()
+    if not _cache.has_tag(old):
+        old_version = version_of(old)
+        refuse_if_newer(project, old_version, Version(installed))
+        raise UpdateRefused(
+            f"the template version {old} this project was made with is not available "
+            f"offline (the installed ptscaffold is {installed}); install ptscaffold "
+            f"{old_version or old} once, run any command, then upgrade and retry"
+        )
+    if not _cache.has_ref(target):
+        raise UpdateRefused(
+            f"template version {to} does not exist; the versions this ptscaffold has are: "
+            f"{', '.join(_cache.versions())}"
+        )
+    return _Plan(src, True, old, answers, target, _cache.redirected(repo), True)
+
+
+def _apply(
+    project: Path, top: Path, plan: _Plan, *, conflict: str, ask: bool, quiet: bool
+) -> tuple[Any, list[str]]:
+    """Run copier's update under the journal; (copier's worker, the files to resolve). Any
+    failure or signal puts the project back as it was, and says so."""
+    from . import _copier
+
     snapshot: Snapshot | None = None
     try:
         snapshot = Snapshot(top)
         guard = _Guard(snapshot, project)
         with (
-            translate_errors(str(src), offline_hint=offline),
-            redirect,
+            translate_errors(plan.src, offline_hint=_OFFLINE_HINT),
+            plan.redirect,
             _copier.watching(guard),
         ):
             snapshot.keep()
@@ -287,20 +326,20 @@ def _update(
                 operation="update",
                 dst_path=project,
                 # A 0.1.0 project's placeholder address gives way to the served one
-                src_path=_template.CANONICAL_URL if bundled else None,
-                data=answers,
+                src_path=_template.CANONICAL_URL if plan.bundled else None,
+                data=plan.answers,
                 overwrite=True,
                 conflict=conflict,
-                vcs_ref=target,
+                vcs_ref=plan.target,
                 defaults=not ask,
                 skip_answered=not ask,
-                unsafe=unsafe,
+                unsafe=plan.unsafe,
                 # An untrusted template may not plant a git repository in the project.
-                exclude=() if unsafe else (".git",),
+                exclude=() if plan.unsafe else (".git",),
                 quiet=quiet,
             )
-        if not unsafe:  # before any git command runs where the template wrote
-            _planted.refuse_planted(top, str(src), snapshot.written)
+        if not plan.unsafe:  # before any git command runs where the template wrote
+            _planted.refuse_planted(top, plan.src, snapshot.written)
         conflicts = sorted({*_conflicts(project, conflict), *guard.beside})
         # The last step of the update, inside it: a signal just before would otherwise leave
         # the journal of a finished update, which the next update would undo.
@@ -308,23 +347,22 @@ def _update(
     except BaseException as exc:
         if snapshot is None:
             raise
-        state = _state(project, snapshot.restore())
-        snapshot.discard()
-        if isinstance(exc, KeyboardInterrupt):
-            raise Interrupted(
-                f"interrupted; nothing was updated: {state}", exit_code=_interrupts.exit_code(exc)
-            ) from None
-        if isinstance(exc, PtscaffoldError):
-            raise type(exc)(f"{str(exc).rstrip('.')}; nothing was updated: {state}") from exc
+        _undone(exc, project, snapshot)
         raise
-    new = getattr(worker.template, "version", None)
-    return UpdateResult(
-        project=project,
-        old_version=str(_version_of(old) or old),
-        new_version=str(new) if new is not None else target,
-        conflicts=conflicts,
-        trusted=unsafe,
-    )
+    return worker, conflicts
+
+
+def _undone(exc: BaseException, project: Path, snapshot: Snapshot) -> None:
+    """Put the project back after `exc` stopped the update; raise what tells the user so
+    (returns only for an exception to re-raise as it is)."""
+    state = _state(project, snapshot.restore())
+    snapshot.discard()
+    if isinstance(exc, KeyboardInterrupt):
+        raise Interrupted(
+            f"interrupted; nothing was updated: {state}", exit_code=_interrupts.exit_code(exc)
+        ) from None
+    if isinstance(exc, PtscaffoldError):
+        raise type(exc)(f"{str(exc).rstrip('.')}; nothing was updated: {state}") from exc
 
 
 class _Guard:

@@ -131,9 +131,13 @@ def _data(items: list[str] | None) -> dict[str, str]:
 
 def _version_callback(value: bool) -> None:
     if value:
-        from . import __version__
 
-        typer.echo(f"ptscaffold {__version__}")
+        def installed() -> str:
+            from . import __version__
+
+            return str(__version__)
+
+        typer.echo(f"ptscaffold {_run(installed)}")
         raise typer.Exit(EXIT_OK)
 
 
@@ -222,42 +226,51 @@ def new(
     )
 
 
+# The options of `update`
+AskOption = Annotated[
+    bool, typer.Option("--ask", help="Ask every question again (recorded answers as defaults).")
+]
+ConflictOption = Annotated[
+    str,
+    typer.Option(
+        "--conflict",
+        metavar="inline|rej",
+        help="Overlapping edits: inline conflict markers, or .rej files.",
+    ),
+]
+ToOption = Annotated[
+    str | None,
+    typer.Option("--to", metavar="REF", help="Template version or git ref to update to."),
+]
+TestOption = Annotated[
+    bool,
+    typer.Option(
+        "--test/--no-test",
+        help="After an update without conflicts, run the project's own tests (default).",
+    ),
+]
+DryRunOption = Annotated[
+    bool,
+    typer.Option(
+        "--dry-run", help="Show what the update would change, file by file; write nothing."
+    ),
+]
+QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="Print only errors.")]
+
+
 @app.command(epilog=UPDATE_EPILOG)
 def update(
     project: Annotated[
         Path, typer.Argument(metavar="[PROJECT]", help="The project to update (default: here).")
     ] = Path("."),
     data: DataOption = None,
-    ask: Annotated[
-        bool, typer.Option("--ask", help="Ask every question again (recorded answers as defaults).")
-    ] = False,
-    conflict: Annotated[
-        str,
-        typer.Option(
-            "--conflict",
-            metavar="inline|rej",
-            help="Overlapping edits: inline conflict markers, or .rej files.",
-        ),
-    ] = "inline",
-    to: Annotated[
-        str | None,
-        typer.Option("--to", metavar="REF", help="Template version or git ref to update to."),
-    ] = None,
+    ask: AskOption = False,
+    conflict: ConflictOption = "inline",
+    to: ToOption = None,
     trust: TrustOption = False,
-    test: Annotated[
-        bool,
-        typer.Option(
-            "--test/--no-test",
-            help="After an update without conflicts, run the project's own tests (default).",
-        ),
-    ] = True,
-    dry_run: Annotated[
-        bool,
-        typer.Option(
-            "--dry-run", help="Show what the update would change, file by file; write nothing."
-        ),
-    ] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only errors.")] = False,
+    test: TestOption = True,
+    dry_run: DryRunOption = False,
+    quiet: QuietOption = False,
 ) -> None:
     """Apply template changes (and changed answers) to PROJECT, keeping your edits."""
 
@@ -297,6 +310,11 @@ def update(
         trust=trust,
         quiet=quiet,
     )
+    _report_update(result, test=test, quiet=quiet)
+
+
+def _report_update(result: Any, *, test: bool, quiet: bool) -> None:
+    """What the update did; its conflicts (exit 3), or the project's tests run after it."""
     if result.conflicts:
         typer.echo(f"Updated {result.project} to {result.new_version} with conflicts in:", err=True)
         for name in result.conflicts:
@@ -325,9 +343,9 @@ def update(
 def _test_after_update(project: Path, quiet: bool) -> None:
     """The project's own tests; failing, the update stays and the way back is named (exit 5)."""
     from ._aftercheck import head_commit, run_project_tests
-    from ._update import _read_answers
+    from ._update import read_answers
 
-    package = str(_read_answers(project).get("package_name", ""))
+    package = str(read_answers(project).get("package_name", ""))
     if not quiet:
         typer.echo("Running the project's tests...")
     report = _run(run_project_tests, project, package)

@@ -50,6 +50,10 @@ class UsageError(PtscaffoldError):
     exit_code = EXIT_USAGE
 
 
+class CopierIncompatible(PtscaffoldError):
+    """The installed copier lacks a part of its private API that ptscaffold relies on."""
+
+
 class Interrupted(PtscaffoldError):
     """Ctrl-C, SIGTERM or SIGHUP; the message says what state the files were left in, and the
     exit code which signal it was."""
