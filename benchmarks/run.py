@@ -36,6 +36,8 @@ BENCHMARKS = [
     "trackers",
     "realimages",
     "finetune",
+    "runtools",
+    "gpt2_finetune",
 ]
 
 

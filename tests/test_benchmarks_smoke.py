@@ -33,6 +33,13 @@ EXPECTED = {
     "images": ["decode_speedup", "decode_generated_wait", "balanced_speedup"],
     "realimages": ["shapes_default", "shapes_baseline", "equal_time_ratio", "real_sets_won"],
     "finetune": ["hand_val_acc", "project_val_acc", "scratch_val_acc", "acc_gap", "time_ratio"],
+    "runtools": [
+        "compare_100_s",
+        "builtin_suggested_lr",
+        "builtin_default_acc",
+        "builtin_suggested_acc",
+    ],
+    "gpt2_finetune": ["ratio", "transformers_tokens_per_s", "project_tokens_per_s"],
     "ema": ["cnn_ratio", "cnn_update_ms", "linear_ratio", "linear_update_ms"],
     "ckpt_save": ["sync_save_s", "async_save_s"],
     "trackers": [

@@ -4,6 +4,7 @@ data."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import platform
 import subprocess
 import time
@@ -52,6 +53,9 @@ def write_run_info(run_dir: Path, cfg: Config, device: torch.device, template_ve
         "seed": cfg.seed,
         "deterministic": cfg.deterministic,
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        # Who writes the run: `compare` tells a run in progress from a killed one by them
+        "host": platform.node(),
+        "pid": os.getpid(),
     }
     _write_record(run_dir / "config.json", dataclasses.asdict(cfg))
     _write_record(run_dir / "environment.json", env)
