@@ -27,6 +27,7 @@ import shutil
 import subprocess
 import time
 import tomllib
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -556,8 +557,11 @@ def test_each_flag_renders_its_code_and_nothing_when_off(matrix: Matrix):
 
 TRAIN_JINJA = tm.REPO_ROOT / "template" / "src" / "{{package_name}}" / "train.py.jinja"
 TRAIN_PY = f"src/{PKG}/train.py"
-MAX_TRAIN_RENDERS = 12  # distinct train.py files over the flag matrix
-MAX_TRAIN_CONDITIONALS = 12  # `{% if %}` in train.py.jinja
+# Distinct train.py files over the flag matrix, per task: the tasks' loops differ where each
+# starts from its own pretrained weights (a GPT-2 folder, a timm backbone) and where
+# classification runs k-fold cross-validation, so a project holds at most 12 variants' worth
+MAX_TRAIN_RENDERS_PER_TASK = 12
+MAX_TRAIN_CONDITIONALS = 14  # `{% if %}` in train.py.jinja
 MAX_FUNCTION_LINES = 100  # any function of any train.py render
 JINJA_TAG = re.compile(r"\{\{|\{%|\{#")
 
@@ -571,6 +575,8 @@ def test_train_py_is_one_short_script_in_few_variants(
 ):
     """Few distinct train.py files, each of short functions without closures."""
     renders = [sha for path, sha in matrix.distinct(".py") if path == TRAIN_PY]
+    first_combo = (matrix.combos[matrix.combos_with(TRAIN_PY, sha)[0]] for sha in renders)
+    per_task = Counter(combo["task"] for combo in first_combo)
     conditionals = len(re.findall(r"\{%-?\s*if\b", TRAIN_JINJA.read_text()))
     longest, problems = 0, []
     for sha in renders:
@@ -589,10 +595,10 @@ def test_train_py_is_one_short_script_in_few_variants(
                 )
     record_property(
         tm.TIMING,
-        f"train.py: {len(renders)} distinct renders, {conditionals} {{% if %}} in the template, "
-        f"longest function {longest} lines",
+        f"train.py: {dict(per_task)} distinct renders per task, {conditionals} {{% if %}} in the "
+        f"template, longest function {longest} lines",
     )
-    assert len(renders) <= MAX_TRAIN_RENDERS
+    assert max(per_task.values()) <= MAX_TRAIN_RENDERS_PER_TASK, per_task
     assert conditionals <= MAX_TRAIN_CONDITIONALS
     if problems:
         _fail("train.py functions that are too long or nest functions", problems)
