@@ -37,7 +37,7 @@ TARGET = 1.0
 CONTENDERS = ["transformers", "project"]
 # The model's shape, the text and tokenizer, and each run: batch x context, warm-up and timed steps
 FULL = {"n_layer": 12, "n_head": 12, "n_embd": 768, "n_positions": 1024, "vocab": 50257,
-        "text_mb": 4, "batch": 2, "block": 64, "warmup": 2, "window": 10, "repeats": 1}  # fmt: skip
+        "text_mb": 4, "batch": 2, "block": 64, "warmup": 2, "window": 10, "repeats": 3}  # fmt: skip
 TINY = {"n_layer": 2, "n_head": 2, "n_embd": 32, "n_positions": 64, "vocab": 512,
         "text_mb": 1, "batch": 2, "block": 16, "warmup": 1, "window": 3, "repeats": 1}  # fmt: skip
 LR, BETAS, WEIGHT_DECAY, GRAD_CLIP = 2e-3, (0.9, 0.99), 0.05, 1.0  # the project's defaults
