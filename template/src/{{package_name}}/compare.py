@@ -33,7 +33,7 @@ from typing import Any
 from . import TASK
 from .config import flatten
 from .record.metrics import read_metrics
-from .runtime.files import write_whole, writing
+from .runtime.files import write_whole
 
 # The validation metric that ranks runs, and whether higher is better
 METRIC, MAXIMIZE = ("val_acc", True) if TASK == "classification" else ("val_loss", False)
@@ -219,9 +219,9 @@ def write_curves(rows: list[Row], keys: list[str], out: Path) -> None:
     """Every run's validation curve, overlaid, a colour per row (needs matplotlib, the `plot`
     extra); a run not finished is dashed. Beyond LEGEND rows the colours run from the best row
     (dark) to the worst (light), without a legend: the table names them."""
-    from .plot import _pyplot
+    from .plot import pyplot, save_png
 
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 5))
     many = len(rows) > LEGEND
     colours = plt.get_cmap("viridis" if many else "tab10")
@@ -241,9 +241,7 @@ def write_curves(rows: list[Row], keys: list[str], out: Path) -> None:
     elif ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize="small")
     fig.tight_layout()
-    with writing(out) as f:  # whole: a reader never sees half a PNG
-        fig.savefig(f, format="png", dpi=100)
-    plt.close(fig)
+    save_png(fig, out)
 
 
 def compare(paths: list[Path], out_dir: Path) -> list[Row]:
