@@ -463,3 +463,55 @@ def test_edits_of_model_data_config_and_train_survive_and_the_project_passes_its
     for old, new in EDITED_FIRST.items():
         assert OUR_COMMENT in (package / new).read_text(), f"the edit of {old} is in {new}"
         assert old == new or not (package / old).exists(), f"{old} moved to {new}"
+
+
+# --- a 0.3.0 project, updated to the slimmer template -------------------------------------------
+
+SLIMMED_FROM = "0.3.0"  # the version whose default project the next one cut down
+
+
+def tracked_tree(project: Path) -> dict[str, bytes]:
+    """The files git tracks in `project`, as they are on disk."""
+    return {path: (project / path).read_bytes() for path in git(project, "ls-files").split()}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("answers", "through"),
+    [({}, "ptscaffold"), ({"task": "language_model"}, "copier")],
+    ids=["defaults-ptscaffold-update", "language_model-copier-update"],
+)
+def test_an_unedited_0_3_0_project_updates_to_exactly_a_fresh_project(
+    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    answers: dict[str, str],
+    through: str,
+):
+    """What the user sees of the update is a clean diff: the files this version no longer renders
+    are deleted, the others changed in place, no conflict, and the result is byte for byte the
+    project this version makes with the same answers."""
+    checkout = checkout_release(SLIMMED_FROM, tmp_path_factory)
+    project = make_old_project(checkout, tmp_path / "old" / "proj", answers, SLIMMED_FROM)
+    before = set(git(project, "ls-files").split())
+    current = ptscaffold.new(
+        tmp_path / "current" / "proj", data=answers, defaults=True, git=False, quiet=True
+    )
+    fresh = tm.read_tree(current)
+    assert before - fresh.keys(), "this version renders fewer files than 0.3.0 did"
+
+    fresh_caches(monkeypatch, tmp_path)
+    if through == "ptscaffold":
+        result = ptscaffold.update(project, quiet=True)
+        assert result.old_version == SLIMMED_FROM and result.conflicts == []
+    else:
+        proc = plain_copier_update(project, "--quiet")
+        assert proc.returncode == 0, proc.stderr[-2000:]
+    git(project, "add", "--all")
+    statuses = {
+        line[3:]: line[:2].strip()
+        for line in git(project, "status", "--porcelain", "--no-renames").splitlines()
+    }
+    assert set(statuses.values()) <= {"M", "D", "A"}, statuses
+    assert {path for path, status in statuses.items() if status == "D"} == before - fresh.keys()
+    assert tracked_tree(project) == fresh
