@@ -1,14 +1,12 @@
 """Compare runs side by side, from what each run recorded in its folder (no tracker needed).
 
-    python -m <package>.compare runs/a runs/b        the runs named
-    python -m <package>.compare runs                 every run in a folder
-    python -m <package>.compare runs/sweeps/sweep    a sweep's members, or a cross-validation's folds
+    python -m <package>.compare runs/a runs/b | runs | runs/sweeps/sweep
 
 One table, best first: the config keys whose values differ between the runs, the best and the
 final validation metric, steps, wall time and throughput; runs that differ only in their seed
 (or fold) share a row, as mean ± std. A run without result.json is `running` while its process
-lives, else `killed` (`resume=auto` continues it). Written as compare.csv (exact values),
-compare.md and, with matplotlib, compare.png: every run's validation curve, overlaid.
+lives, else `killed`. Written as compare.csv (exact values), compare.md and, with matplotlib,
+compare.png: every run's validation curve.
 
 Exit codes: 0 done, 2 no run found.
 """
@@ -54,9 +52,7 @@ Header = tuple[list[str], str, list[str], list[str]]
 
 
 @dataclass
-class Row:
-    """A line of a table (this one's, or a sweep's): the runs of one setting."""
-
+class Row:  # a line of a table (this one's, or a sweep's): the runs of one setting
     setting: dict[str, str]  # the differing keys' values, as text
     runs: list[Any]  # the runs, or their names
     numbers: dict[str, list[float]]  # each column's values, one a run that has it
@@ -64,8 +60,7 @@ class Row:
 
 
 def write_table(out_dir: Path, stem: str, heading: str, rows: list[Row], header: Header) -> str:
-    """`<stem>.csv` (exact values; the std empty where a row has one run) and `<stem>.md` (mean ±
-    std) in `out_dir`; returns the Markdown."""
+    """`<stem>.csv` (exact values) and `<stem>.md` (mean ± std) in `out_dir`; returns the Markdown."""
     keys, count, columns, after = header
     text = io.StringIO()
     writer = csv.writer(text, lineterminator="\n")
@@ -144,28 +139,25 @@ def read_run(folder: Path) -> Run:
 
 
 def is_alive(environment: dict[str, Any]) -> bool:
-    """Whether the process that writes the run (environment.json's host and pid) still runs.
-    Only POSIX can ask without side effects (on Windows os.kill terminates the process): a run of
-    another machine or on Windows is presumed running."""
+    """Whether the process that writes the run (environment.json's host and pid) still runs. A
+    run of another machine, or on Windows (where os.kill terminates), is presumed running."""
     if "pid" not in environment:
         return False
-    if environment.get("host") != platform.node() or os.name != "posix":
-        return True
     try:
-        os.kill(environment["pid"], 0)  # signal 0: only asks whether the process exists
+        if environment.get("host") == platform.node() and os.name == "posix":
+            os.kill(environment["pid"], 0)  # signal 0: only asks whether the process exists
     except ProcessLookupError:
         return False
     except PermissionError:  # it exists, but is another user's
-        return True
+        pass
     return True
 
 
 def group(runs: list[Run]) -> tuple[list[Row], list[str]]:
-    """One row per setting (the differing keys' values, REPEATS aside), best first by the mean
-    best metric; and those keys."""
-    keys = dict.fromkeys(key for run in runs for key in run.config)
-    values = {key: {json.dumps(run.config.get(key)) for run in runs} for key in keys}
-    keys = [k for k in keys if len(values[k]) > 1 and k not in BOOKKEEPING and k not in REPEATS]
+    """One row per setting (the values of the keys that differ, REPEATS aside), best first by the
+    mean best metric; and those keys."""
+    names = dict.fromkeys(key for run in runs for key in run.config if key not in BOOKKEEPING | REPEATS)
+    keys = [key for key in names if len({json.dumps(run.config.get(key)) for run in runs}) > 1]
     rows: dict[str, Row] = {}
     for run in runs:
         setting = {key: json.dumps(run.config.get(key)) for key in keys}

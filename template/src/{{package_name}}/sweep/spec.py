@@ -1,9 +1,5 @@
-"""The sweep file, read and checked whole before anything runs, and the members it makes.
-
-A member is named after a hash of its overrides, so adding a grid value renames no other member.
-Each member's config is checked as its training will build it. No torch here: most sweep
-commands train nothing.
-"""
+"""The sweep file (see runner.py), read and checked whole before anything runs, and its members.
+No torch here: most sweep commands train nothing."""
 
 from __future__ import annotations
 
@@ -59,7 +55,10 @@ class Sweep:
 
 def load_sweep(path: Path) -> Sweep:
     """Read and check a sweep file; its members point by point, seed by seed."""
-    data = _read_toml(path, "sweep file")
+    try:
+        data = read_toml(path, "sweep file")
+    except ConfigError as err:  # a sweep command's errors are all SweepErrors (exit code 2)
+        raise SweepError(str(err)) from None
     try:
         for key in data:
             if key not in SWEEP_KEYS:
@@ -67,16 +66,16 @@ def load_sweep(path: Path) -> Sweep:
         base = data.get("config")
         if base is not None and not isinstance(base, str):
             raise SweepError(f"config must be the path of a config file, got {base!r}")
-        base_config = dict(flatten(_read_toml(Path(base), "config file"))) if base else {}
+        base_config = dict(flatten(read_toml(Path(base), "config file"))) if base else {}
         metric, maximize, seeds = _ranking(data)
         fixed, searched_keys, points = _points(data)
         members = _members(points, seeds, {"config": base} if base else {}, fixed)
-        for member in members:
+        for member in members:  # each config built as its training builds it: a bad key stops here
             try:
                 load_config([as_override(key, value) for key, value in member.overrides.items()])
             except ConfigError as err:
                 raise SweepError(f"{err} (member {member.name}: {describe(member)})") from None
-    except SweepError as err:
+    except (SweepError, ConfigError) as err:
         raise SweepError(f"{path}: {err}") from None
     device = None if "device" in searched_keys else fixed.get("device", base_config.get("device"))
     threads = "threads" in fixed or "threads" in searched_keys or "threads" in base_config
@@ -117,9 +116,7 @@ def _points(data: dict[str, Any]) -> tuple[dict[str, Any], set[str], list[dict[s
     for key, value in fixed.items():
         _check_value(f"fixed.{key}", value)
     for key, values in grid.items():
-        if not isinstance(values, list) or not values:
-            raise SweepError(f"grid.{key} must be a non-empty list of values, got {values!r}")
-        _check_value(f"grid.{key}", values)
+        _check_value(f"grid.{key}", values, listed=True)
     if distributions and not (is_number(samples) and isinstance(samples, int) and samples >= 1):
         raise SweepError(f"random.samples must be the number of draws (an int >= 1), got {samples!r}")
     if not (is_number(random_seed) and isinstance(random_seed, int)):
@@ -134,9 +131,9 @@ def _points(data: dict[str, Any]) -> tuple[dict[str, Any], set[str], list[dict[s
     return fixed, {*grid, *distributions}, [{**at, **sample} for at in crossed for sample in sampled]
 
 
-def _members(
-    points: list[dict[str, Any]], seeds: list[int | None], base: dict[str, Any], fixed: dict[str, Any]
-) -> list[Member]:
+def _members(points: list[dict[str, Any]], seeds: list[Any], base: dict, fixed: dict) -> list[Member]:
+    """A member per point and seed, named after a hash of its overrides: adding a grid value
+    renames no other member."""
     members: list[Member] = []
     names: dict[str, dict[str, Any]] = {}
     for point in points:
@@ -151,13 +148,6 @@ def _members(
     return members
 
 
-def _read_toml(path: Path, what: str) -> dict[str, Any]:
-    try:
-        return read_toml(path, what)
-    except ConfigError as err:  # a sweep command's errors are all SweepErrors (exit code 2)
-        raise SweepError(str(err)) from None
-
-
 def _section(data: dict[str, Any], name: str) -> dict[str, Any]:
     table = data.get(name, {})
     if not isinstance(table, dict):
@@ -165,8 +155,11 @@ def _section(data: dict[str, Any], name: str) -> dict[str, Any]:
     return dict(table)
 
 
-def _check_value(where: str, value: Any) -> None:
-    """Only what the training command line can take: numbers, strings, booleans and lists."""
+def _check_value(where: str, value: Any, listed: bool = False) -> None:
+    """Only what the training command line can take: numbers, strings, booleans and lists (and
+    `listed`: a non-empty list)."""
+    if listed and (not isinstance(value, list) or not value):
+        raise SweepError(f"{where} must be a non-empty list of values, got {value!r}")
     if isinstance(value, list):
         for item in value:
             _check_value(where, item)
@@ -192,9 +185,7 @@ def _distribution(where: str, table: Any) -> Callable[[random.Random], Any]:
         raise SweepError(f"{where} must be one distribution, got {', '.join(table)}")
     ((kind, args),) = table.items()
     if kind == "choice":
-        if not isinstance(args, list) or not args:
-            raise SweepError(f"{where}.choice must be a non-empty list of values, got {args!r}")
-        _check_value(f"{where}.choice", args)
+        _check_value(f"{where}.choice", args, listed=True)
         return lambda rng: rng.choice(args)
     if not (isinstance(args, list) and len(args) == 2 and all(map(is_number, args)) and args[0] < args[1]):
         raise SweepError(f"{where}.{kind} must be [lo, hi], two numbers with lo < hi, got {args!r}")
