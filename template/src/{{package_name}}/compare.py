@@ -2,11 +2,10 @@
 
     python -m <package>.compare runs/a runs/b | runs | runs/sweeps/sweep
 
-One table, best first: the config keys whose values differ between the runs, the best and the
-final validation metric, steps, wall time and throughput; runs that differ only in their seed
-(or fold) share a row, as mean ± std. A run without result.json is `running` while its process
-lives, else `killed`. Written as compare.csv (exact values), compare.md and, with matplotlib,
-compare.png: every run's validation curve.
+A table, best first, of the config keys that differ between the runs, their best and final
+validation metric, steps, wall time and throughput (runs that differ only in seed or fold share a
+row, as mean ± std; a run without result.json is `running` while its process lives, else `killed`)
+as compare.csv (exact values) and compare.md; with matplotlib, every validation curve in compare.png.
 
 Exit codes: 0 done, 2 no run found.
 """

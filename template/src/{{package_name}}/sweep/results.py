@@ -28,16 +28,13 @@ def collect(sweep: Sweep, sweep_dir: Path, keys: list[str]) -> list[Row]:
         if not is_finished(sweep_dir, member):
             continue
         result = json.loads((folder / "result.json").read_text(encoding="utf-8"))
-        final = result.get(sweep.metric)
-        if not isinstance(final, float):
-            found = ", ".join(k for k, v in result.items() if isinstance(v, float))
+        floats = {k: v for k, v in result.items() if isinstance(v, float)}
+        if sweep.metric not in floats:
+            found = ", ".join(floats)
             raise SweepError(f"metric {sweep.metric!r} is not in {folder / 'result.json'} (it has {found})")
+        final = floats[sweep.metric]
         series = [value for _, value in read_metrics(folder / "metrics.csv").get(sweep.metric, [])]
-        others = {
-            k: v
-            for k, v in result.items()
-            if k != sweep.metric and k.startswith(("val_", "raw_val_")) and isinstance(v, float)
-        }
+        others = {k: v for k, v in floats.items() if k.startswith(("val_", "raw_val_"))}
         setting = {key: value_text(member.point[key]) for key in keys}
         row = rows.setdefault(member.index // len(sweep.seeds), Row(setting, [], {}, {}))
         row.runs.append(member)
