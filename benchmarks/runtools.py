@@ -84,16 +84,15 @@ def hundred_runs(work: Path, project: Path, package: str, quick: bool) -> Path:
     return runs
 
 
-# Reading the 100 runs and writing the tables, in one process, without the plot
+# Reading the 100 runs and writing the tables (compare.csv and .md), in one process, without the plot
 READ_ONLY = """
-import sys, time
+import sys, tempfile, time
 from pathlib import Path
 from PACKAGE import compare
 start = time.perf_counter()
-runs = [compare.read_run(folder) for folder in compare.find_runs([Path(sys.argv[1])])]
-keys = [key for key in compare.differing_keys(runs) if key not in compare.REPEATS]
-rows = compare.group(runs, keys)
-compare.table_md(rows, keys), compare.table_csv(rows, keys)
+rows, keys = compare.group([compare.read_run(folder) for folder in compare.find_runs([Path(sys.argv[1])])])
+header = (keys, "n", compare.NUMBERS, ["runs", "status"])
+compare.write_table(Path(tempfile.mkdtemp()), "compare", "# compare", rows, header)
 print(time.perf_counter() - start)
 """
 

@@ -1,15 +1,11 @@
 """Compare runs side by side, from what each run recorded in its folder (no tracker needed).
 
-    python -m <package>.compare runs/a runs/b        the runs named
-    python -m <package>.compare runs                 every run in a folder
-    python -m <package>.compare runs/sweeps/sweep    a sweep's members, or a cross-validation's folds
+    python -m <package>.compare runs/a runs/b | runs | runs/sweeps/sweep
 
-One table, best first: the config keys whose values differ between the runs, the best and the
-final validation metric, steps, wall time and throughput; runs that differ only in their seed
-(or their fold) share a row, as mean ± std. A run without result.json is shown as `running`
-when its process (environment.json's host and pid) is alive, else `killed` (killed, preempted
-or failed: `resume=auto` continues it). Written as compare.csv (exact values), compare.md and,
-with matplotlib (the `plot` extra), compare.png: the validation curves of every run overlaid.
+A table, best first, of the config keys that differ between the runs, their best and final
+validation metric, steps, wall time and throughput (runs that differ only in seed or fold share a
+row, as mean ± std; a run without result.json is `running` while its process lives, else `killed`)
+as compare.csv (exact values) and compare.md; with matplotlib, every validation curve in compare.png.
 
 Exit codes: 0 done, 2 no run found.
 """
@@ -18,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import importlib.util
 import io
 import json
 import os
@@ -32,6 +27,7 @@ from typing import Any
 
 from . import TASK
 from .config import flatten
+from .plot import MISSING, pyplot, save_png
 from .record.metrics import read_metrics
 from .runtime.files import write_whole
 
@@ -42,12 +38,53 @@ BOOKKEEPING = {"run_name", "runs_dir", "resume"}
 # Keys whose runs are repetitions of one setting: aggregated, not compared
 REPEATS = {"seed", "data.fold"}
 NUMBERS = ["best", "final", "steps", "wall_s", "samples_per_s"]
-STATUSES = ("finished", "running", "killed")
+DIGITS = {"steps": 6, "wall_s": 3, "samples_per_s": 3}  # significant digits in Markdown; else 4
 LEGEND = 10  # rows that the plot names in a legend; more are coloured by rank
 
 
 class CompareError(ValueError):
     """No run to compare, worded as one line for the user."""
+
+
+# A table's columns: the keys, the runs' count, the number columns, the cells after them
+Header = tuple[list[str], str, list[str], list[str]]
+
+
+@dataclass
+class Row:  # a line of a table (this one's, or a sweep's): the runs of one setting
+    setting: dict[str, str]  # the differing keys' values, as text
+    runs: list[Any]  # the runs, or their names
+    numbers: dict[str, list[float]]  # each column's values, one a run that has it
+    after: dict[str, str]  # the last cells: the runs' names, their status
+
+
+def write_table(out_dir: Path, stem: str, heading: str, rows: list[Row], header: Header) -> str:
+    """`<stem>.csv` (exact values) and `<stem>.md` (mean ± std) in `out_dir`; returns the Markdown."""
+    keys, count, columns, after = header
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator="\n")
+    writer.writerow([*keys, count, *(f"{c}_{s}" for c in columns for s in ("mean", "std")), *after])
+    header = [*(f"`{k}`" for k in keys), count, *(c.replace("_", " ") for c in columns), *after]
+    align = ["---"] * len(keys) + ["---:"] * (1 + len(columns)) + ["---"] * len(after)
+    lines = [heading, "", "| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
+    for row in rows:
+        exact, shown = [], []
+        for column in columns:
+            values = row.numbers.get(column, [])
+            mean = statistics.fmean(values) if values else None
+            std = statistics.stdev(values) if len(values) > 1 else None
+            exact += ["" if mean is None else repr(mean), "" if std is None else repr(std)]
+            spread = "" if std is None else f" ± {std:.2g}"
+            shown.append("" if mean is None else f"{mean:.{DIGITS.get(column, 4)}g}{spread}")
+        setting = [row.setting[k] for k in keys]
+        writer.writerow([*setting, len(row.runs), *exact, *row.after.values()])
+        cells = [*setting, str(len(row.runs)), *shown, *row.after.values()]
+        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    markdown = "\n".join(lines) + "\n"
+    write_whole(out_dir / f"{stem}.csv", text.getvalue().encode("utf-8"))
+    write_whole(out_dir / f"{stem}.md", markdown.encode("utf-8"))
+    return markdown
 
 
 @dataclass
@@ -56,7 +93,7 @@ class Run:
     config: dict[str, Any]  # flattened: {"optim.lr": 0.001, ...}
     status: str  # finished, running or killed
     curve: list[tuple[int, float]]  # (step, METRIC) at each evaluation
-    numbers: dict[str, float]  # NUMBERS that the run has recorded
+    numbers: dict[str, float]  # those of NUMBERS that the run has recorded
 
 
 def find_runs(paths: list[Path]) -> list[Path]:
@@ -76,10 +113,9 @@ def find_runs(paths: list[Path]) -> list[Path]:
 
 def read_run(folder: Path) -> Run:
     config = dict(flatten(json.loads((folder / "config.json").read_text(encoding="utf-8"))))
-    metrics_file = folder / "metrics.csv"
+    metrics_file, result_file = folder / "metrics.csv", folder / "result.json"
     series = read_metrics(metrics_file) if metrics_file.is_file() else {}
     curve = series.get(METRIC, [])
-    result_file = folder / "result.json"
     result = json.loads(result_file.read_text(encoding="utf-8")) if result_file.is_file() else None
     numbers: dict[str, float] = {}
     if curve:
@@ -102,132 +138,59 @@ def read_run(folder: Path) -> Run:
 
 
 def is_alive(environment: dict[str, Any]) -> bool:
-    """Whether the process that writes the run still runs (on this machine; elsewhere, presumed)."""
+    """Whether the process that writes the run (environment.json's host and pid) still runs. A
+    run of another machine, or on Windows (where os.kill terminates), is presumed running."""
     if "pid" not in environment:
         return False
-    if environment.get("host") != platform.node():
-        return True  # written on another machine: it cannot be asked from here
-    if os.name == "nt":  # os.kill would terminate it there: ask Windows instead
-        import ctypes
-
-        kernel32 = ctypes.windll.kernel32
-        handle = kernel32.OpenProcess(0x1000, False, environment["pid"])  # query access only
-        if not handle:
-            return False
-        code = ctypes.c_ulong()
-        kernel32.GetExitCodeProcess(handle, ctypes.byref(code))
-        kernel32.CloseHandle(handle)
-        return code.value == 259  # STILL_ACTIVE
     try:
-        os.kill(environment["pid"], 0)  # signal 0: only asks whether the process exists
+        if environment.get("host") == platform.node() and os.name == "posix":
+            os.kill(environment["pid"], 0)  # signal 0: only asks whether the process exists
     except ProcessLookupError:
         return False
     except PermissionError:  # it exists, but is another user's
-        return True
+        pass
     return True
 
 
-def differing_keys(runs: list[Run]) -> list[str]:
-    """The config keys whose values differ between the runs, bookkeeping left out."""
-    keys = dict.fromkeys(key for run in runs for key in run.config)
-    values = {key: {json.dumps(run.config.get(key)) for run in runs} for key in keys}
-    return [key for key in keys if len(values[key]) > 1 and key not in BOOKKEEPING]
-
-
-@dataclass
-class Row:
-    """One setting: the runs that differ only in REPEATS."""
-
-    runs: list[Run]
-    setting: dict[str, Any]  # the differing keys' values
-
-    def values(self, column: str) -> list[float]:
-        return [run.numbers[column] for run in self.runs if column in run.numbers]
-
-    def status(self) -> str:
-        if len(self.runs) == 1:
-            return self.runs[0].status
-        counts = {status: sum(run.status == status for run in self.runs) for status in STATUSES}
-        return ", ".join(f"{n} {status}" for status, n in counts.items() if n)
-
-
-def group(runs: list[Run], keys: list[str]) -> list[Row]:
-    """One row per setting (the values of `keys`), best first by the mean best metric."""
+def group(runs: list[Run]) -> tuple[list[Row], list[str]]:
+    """One row per setting (the values of the keys that differ, REPEATS aside), best first by the
+    mean best metric; and those keys."""
+    names = dict.fromkeys(key for run in runs for key in run.config if key not in BOOKKEEPING | REPEATS)
+    keys = [key for key in names if len({json.dumps(run.config.get(key)) for run in runs}) > 1]
     rows: dict[str, Row] = {}
     for run in runs:
-        setting = {key: run.config.get(key) for key in keys}
-        rows.setdefault(json.dumps(setting), Row([], setting)).runs.append(run)
+        setting = {key: json.dumps(run.config.get(key)) for key in keys}
+        rows.setdefault(json.dumps(setting), Row(setting, [], {}, {})).runs.append(run)
+    for row in rows.values():
+        for run in row.runs:
+            for column, value in run.numbers.items():
+                row.numbers.setdefault(column, []).append(value)
+        statuses = [run.status for run in row.runs]
+        counts = {s: statuses.count(s) for s in ("finished", "running", "killed") if s in statuses}
+        status = ", ".join(f"{n} {s}" for s, n in counts.items()) if len(statuses) > 1 else statuses[0]
+        row.after = {"runs": " ".join(run.folder.name for run in row.runs), "status": status}
 
     def rank(row: Row) -> tuple[bool, float]:
-        best = row.values("best")
+        best = row.numbers.get("best", [])
         mean = statistics.fmean(best) if best else 0.0
         return not best, -mean if MAXIMIZE else mean
 
-    return sorted(rows.values(), key=rank)
+    return sorted(rows.values(), key=rank), keys
 
 
-def cell(values: list[float], digits: int = 4) -> str:
-    """One value, or mean ± std over a row's runs."""
-    if not values:
-        return ""
-    if len(values) == 1:
-        return f"{values[0]:.{digits}g}"
-    return f"{statistics.fmean(values):.{digits}g} ± {statistics.stdev(values):.2g}"
-
-
-def table_csv(rows: list[Row], keys: list[str]) -> str:
-    """Every value exact (repr); the std empty where a row has one run."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    columns = [f"{c}_{s}" for c in NUMBERS for s in ("mean", "std")]
-    writer.writerow(["runs", "status", *keys, "n", *columns])
-    for row in rows:
-        numbers: list[str] = []
-        for column in NUMBERS:
-            values = row.values(column)
-            numbers.append(repr(statistics.fmean(values)) if values else "")
-            numbers.append(repr(statistics.stdev(values)) if len(values) > 1 else "")
-        names = " ".join(run.folder.name for run in row.runs)
-        setting = [json.dumps(row.setting[key]) for key in keys]
-        writer.writerow([names, row.status(), *setting, len(row.runs), *numbers])
-    return out.getvalue()
-
-
-def table_md(rows: list[Row], keys: list[str]) -> str:
-    header = ["runs", "status", *(f"`{k}`" for k in keys), "n", f"best {METRIC}", f"final {METRIC}"]
-    header += ["steps", "wall s", "samples/s"]
-    better = "higher" if MAXIMIZE else "lower"
-    lines = [
-        f"# {METRIC} ({better} is better), best first",
-        "",
-        "Mean ± std over the runs of a row, which differ only in seed or fold (exact values: compare.csv).",
-        "",
-        "| " + " | ".join(header) + " |",
-        "| " + " | ".join(["---"] * (2 + len(keys)) + ["---:"] * (len(header) - 2 - len(keys))) + " |",
-    ]
-    for row in rows:
-        cells = [" ".join(run.folder.name for run in row.runs), row.status()]
-        cells += [json.dumps(row.setting[key]) for key in keys]
-        cells += [str(len(row.runs)), cell(row.values("best")), cell(row.values("final"))]
-        cells += [cell(row.values("steps"), 6), cell(row.values("wall_s"), 3)]
-        cells.append(cell(row.values("samples_per_s"), 3))
-        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-    return "\n".join(lines) + "\n"
-
-
-def write_curves(rows: list[Row], keys: list[str], out: Path) -> None:
-    """Every run's validation curve, overlaid, a colour per row (needs matplotlib, the `plot`
-    extra); a run not finished is dashed. Beyond LEGEND rows the colours run from the best row
-    (dark) to the worst (light), without a legend: the table names them."""
-    from .plot import pyplot, save_png
-
+def write_curves(rows: list[Row], keys: list[str], out: Path) -> bool:
+    """Every run's validation curve, a colour per row, a run not finished dashed; False without
+    matplotlib. Beyond LEGEND rows the colours run from the best row (dark) to the worst (light),
+    without a legend: the table names them."""
     plt = pyplot()
+    if plt is None:
+        return False
     fig, ax = plt.subplots(figsize=(8, 5))
     many = len(rows) > LEGEND
     colours = plt.get_cmap("viridis" if many else "tab10")
     for i, row in enumerate(rows):
         colour = colours(i / (len(rows) - 1)) if many else colours(i)
-        label = " ".join(f"{key}={json.dumps(row.setting[key])}" for key in keys) or row.runs[0].folder.name
+        label = " ".join(f"{key}={row.setting[key]}" for key in keys) or row.runs[0].folder.name
         for run in row.runs:
             if run.curve:
                 steps, values = zip(*run.curve, strict=True)
@@ -240,27 +203,8 @@ def write_curves(rows: list[Row], keys: list[str], out: Path) -> None:
         ax.set_title(f"{len(rows)} rows of compare.md, best (dark) to worst (light)")
     elif ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize="small")
-    fig.tight_layout()
     save_png(fig, out)
-
-
-def compare(paths: list[Path], out_dir: Path) -> list[Row]:
-    """Read the runs, print the table and write compare.csv, compare.md and compare.png."""
-    runs = [read_run(folder) for folder in find_runs(paths)]
-    keys = [key for key in differing_keys(runs) if key not in REPEATS]  # the table's columns
-    rows = group(runs, keys)
-    markdown = table_md(rows, keys)
-    print(markdown, end="")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    write_whole(out_dir / "compare.csv", table_csv(rows, keys).encode("utf-8"))
-    write_whole(out_dir / "compare.md", markdown.encode("utf-8"))
-    print(f"written: {out_dir / 'compare.md'}, compare.csv")
-    if importlib.util.find_spec("matplotlib") is None:
-        print('compare.png skipped: matplotlib is not installed (pip install -e ".[plot]")')
-    else:
-        write_curves(rows, keys, out_dir / "compare.png")
-        print(f"written: {out_dir / 'compare.png'}")
-    return rows
+    return True
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -275,10 +219,16 @@ def main(argv: list[str] | None = None) -> int:
     one_folder = len(args.paths) == 1 and not (args.paths[0] / "config.json").is_file()
     out = args.out or (args.paths[0] if one_folder else args.paths[0].parent)
     try:
-        compare(args.paths, out)
+        rows, keys = group([read_run(folder) for folder in find_runs(args.paths)])
     except CompareError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    better = "higher" if MAXIMIZE else "lower"
+    heading = f"# {METRIC} ({better} is better), best first; mean ± std over runs of one seed or fold"
+    print(write_table(out, "compare", heading, rows, (keys, "n", NUMBERS, ["runs", "status"])), end="")
+    print(f"written: {out / 'compare.md'}, compare.csv")
+    drawn = write_curves(rows, keys, out / "compare.png")
+    print(f"written: {out / 'compare.png'}" if drawn else f"compare.png skipped: {MISSING}")
     return 0
 
 

@@ -1,15 +1,5 @@
-"""The sweep file: read and checked whole before anything runs, and turned into the sweep's members.
-
-A sweep file (configs/sweep.toml shows every key) names a base `config`, `[fixed]` overrides for
-every member, a `[grid]` (every combination of its values), a `[random]` search (`samples` draws
-from its own `seed`, so a rerun draws the same ones) and `seeds`: each point of the search runs
-once per seed. `metric` and `mode` say which point is best.
-
-A member is named after a hash of its overrides, so adding a grid value renames no other member.
-Config keys are not checked here but by each member's training, which refuses a bad one with
-exit code 2 (and the sweep stops there). This module imports no torch: every sweep command
-reads the file, and most of them train nothing.
-"""
+"""The sweep file (see runner.py), read and checked whole before anything runs, and its members.
+No torch here: most sweep commands train nothing."""
 
 from __future__ import annotations
 
@@ -44,13 +34,11 @@ class SweepError(ValueError):
 
 @dataclass(frozen=True)
 class Member:
-    """One training run of the sweep."""
-
     index: int  # its place in the sweep's order (the SLURM array task id)
     name: str  # a hash of `overrides`: its folder in the sweep directory
     point: dict[str, Any]  # the searched keys' values (grid and random)
     seed: int | None  # None: the config's own seed
-    overrides: dict[str, Any]  # everything set on its command line but where it runs
+    overrides: dict[str, Any]  # its command line, but for where it runs
 
 
 @dataclass(frozen=True)
@@ -66,31 +54,35 @@ class Sweep:
 
 
 def load_sweep(path: Path) -> Sweep:
-    """Read and check a sweep file, and list its members in order: point by point, seed by seed.
-
-    Every member's config is built as its training run will build it, so a bad key or value
-    stops the sweep before any member starts (a member pays seconds of start-up to find it)."""
-    data = _read_toml(path, "sweep file")
+    """Read and check a sweep file; its members point by point, seed by seed."""
     try:
-        sweep = _parse(path, data)
-        for member in sweep.members:
+        data = read_toml(path, "sweep file")
+    except ConfigError as err:  # a sweep command's errors are all SweepErrors (exit code 2)
+        raise SweepError(str(err)) from None
+    try:
+        for key in data:
+            if key not in SWEEP_KEYS:
+                raise SweepError(_unknown("key", key, SWEEP_KEYS))
+        base = data.get("config")
+        if base is not None and not isinstance(base, str):
+            raise SweepError(f"config must be the path of a config file, got {base!r}")
+        base_config = dict(flatten(read_toml(Path(base), "config file"))) if base else {}
+        metric, maximize, seeds = _ranking(data)
+        fixed, searched_keys, points = _points(data)
+        members = _members(points, seeds, {"config": base} if base else {}, fixed)
+        for member in members:  # each config built as its training builds it: a bad key stops here
             try:
                 load_config([as_override(key, value) for key, value in member.overrides.items()])
             except ConfigError as err:
                 raise SweepError(f"{err} (member {member.name}: {describe(member)})") from None
-    except SweepError as err:
+    except (SweepError, ConfigError) as err:
         raise SweepError(f"{path}: {err}") from None
-    return sweep
+    device = None if "device" in searched_keys else fixed.get("device", base_config.get("device"))
+    threads = "threads" in fixed or "threads" in searched_keys or "threads" in base_config
+    return Sweep(path, metric, maximize, points, seeds, members, threads, device)
 
 
-def _parse(path: Path, data: dict[str, Any]) -> Sweep:
-    for key in data:
-        if key not in SWEEP_KEYS:
-            raise SweepError(_unknown("key", key, SWEEP_KEYS))
-    base = data.get("config")
-    if base is not None and not isinstance(base, str):
-        raise SweepError(f"config must be the path of a config file, got {base!r}")
-    base_config = dict(flatten(_read_toml(Path(base), "config file"))) if base else {}
+def _ranking(data: dict[str, Any]) -> tuple[str, bool, list[int | None]]:
     metric = data.get("metric", "val_loss")
     if not isinstance(metric, str):
         raise SweepError(f"metric must be the name of a metric such as 'val_loss', got {metric!r}")
@@ -98,14 +90,17 @@ def _parse(path: Path, data: dict[str, Any]) -> Sweep:
     if mode not in ("min", "max"):
         raise SweepError(f"mode must be 'min' (lower {metric} is better) or 'max', got {mode!r}")
     seeds = data.get("seeds", [None])  # None: one run per point, with the config's own seed
-    ints = isinstance(seeds, list) and all(isinstance(s, int) and not isinstance(s, bool) for s in seeds)
+    ints = isinstance(seeds, list) and all(is_number(s) and isinstance(s, int) for s in seeds)
     if "seeds" in data and not (ints and seeds):
         raise SweepError(f"seeds must be a non-empty list of ints like [1, 2, 3], got {seeds!r}")
     if len(set(seeds)) < len(seeds):
         raise SweepError(f"seeds lists a seed twice: {seeds!r}")
+    return metric, mode == "max", seeds
 
-    fixed = dict(flatten(_section(data, "fixed")))
-    grid = dict(flatten(_section(data, "grid")))
+
+def _points(data: dict[str, Any]) -> tuple[dict[str, Any], set[str], list[dict[str, Any]]]:
+    """The [fixed] keys, the searched keys, and the points: the grid crossed with the draws."""
+    fixed, grid = dict(flatten(_section(data, "fixed"))), dict(flatten(_section(data, "grid")))
     settings = _section(data, "random")
     samples, random_seed = settings.pop("samples", 0), settings.pop("seed", 0)
     # A table of tables is a config section; one of values is a distribution
@@ -121,58 +116,36 @@ def _parse(path: Path, data: dict[str, Any]) -> Sweep:
     for key, value in fixed.items():
         _check_value(f"fixed.{key}", value)
     for key, values in grid.items():
-        if not isinstance(values, list) or not values:
-            raise SweepError(f"grid.{key} must be a non-empty list of values, got {values!r}")
-        _check_value(f"grid.{key}", values)
-    if distributions and not (isinstance(samples, int) and not isinstance(samples, bool) and samples >= 1):
+        _check_value(f"grid.{key}", values, listed=True)
+    if distributions and not (is_number(samples) and isinstance(samples, int) and samples >= 1):
         raise SweepError(f"random.samples must be the number of draws (an int >= 1), got {samples!r}")
-    if not isinstance(random_seed, int) or isinstance(random_seed, bool):
+    if not (is_number(random_seed) and isinstance(random_seed, int)):
         raise SweepError(f"random.seed must be an int (the seed of the draws), got {random_seed!r}")
     if "random" in data and not distributions:
         raise SweepError("random lists no distribution, such as model.dropout = { uniform = [0, 0.3] }")
     draws = {key: _distribution(f"random.{key}", table) for key, table in distributions.items()}
-
     rng = random.Random(random_seed)
-    # Draw sample by sample: raising `samples` keeps the samples drawn before
+    # Drawn sample by sample: raising `samples` keeps the samples drawn before
     sampled = [{key: draw(rng) for key, draw in draws.items()} for _ in range(samples)] if draws else [{}]
     crossed = [dict(zip(grid, values, strict=True)) for values in itertools.product(*grid.values())]
-    points = [{**at, **sample} for at in crossed for sample in sampled]
+    return fixed, {*grid, *distributions}, [{**at, **sample} for at in crossed for sample in sampled]
 
+
+def _members(points: list[dict[str, Any]], seeds: list[Any], base: dict, fixed: dict) -> list[Member]:
+    """A member per point and seed, named after a hash of its overrides: adding a grid value
+    renames no other member."""
     members: list[Member] = []
     names: dict[str, dict[str, Any]] = {}
     for point in points:
         for seed in seeds:
-            overrides = {
-                **({"config": base} if base else {}),
-                **fixed,
-                **point,
-                **({"seed": seed} if seed is not None else {}),
-            }
+            overrides = {**base, **fixed, **point, **({"seed": seed} if seed is not None else {})}
             # Sorted keys: reordering the sweep file renames nothing
             digest = hashlib.sha256(json.dumps(overrides, sort_keys=True).encode()).hexdigest()[:8]
             if digest in names:
                 raise SweepError(f"two members have the same overrides {names[digest]}; list each value once")
             names[digest] = overrides
             members.append(Member(len(members), digest, point, seed, overrides))
-    searched_keys = {**grid, **distributions}
-    device = fixed.get("device", base_config.get("device")) if "device" not in searched_keys else None
-    return Sweep(
-        file=path,
-        metric=metric,
-        maximize=mode == "max",
-        points=points,
-        seeds=seeds,
-        members=members,
-        sets_threads="threads" in where or "threads" in base_config,
-        device=device,
-    )
-
-
-def _read_toml(path: Path, what: str) -> dict[str, Any]:
-    try:
-        return read_toml(path, what)
-    except ConfigError as err:  # a sweep command's errors are all SweepErrors (exit code 2)
-        raise SweepError(str(err)) from None
+    return members
 
 
 def _section(data: dict[str, Any], name: str) -> dict[str, Any]:
@@ -182,8 +155,11 @@ def _section(data: dict[str, Any], name: str) -> dict[str, Any]:
     return dict(table)
 
 
-def _check_value(where: str, value: Any) -> None:
-    """Only what the training command line can take: numbers, strings, booleans and lists."""
+def _check_value(where: str, value: Any, listed: bool = False) -> None:
+    """Only what the training command line can take: numbers, strings, booleans and lists (and
+    `listed`: a non-empty list)."""
+    if listed and (not isinstance(value, list) or not value):
+        raise SweepError(f"{where} must be a non-empty list of values, got {value!r}")
     if isinstance(value, list):
         for item in value:
             _check_value(where, item)
@@ -197,9 +173,8 @@ def _unknown(what: str, key: str, known: Iterable[str]) -> str:
 
 
 def _distribution(where: str, table: Any) -> Callable[[random.Random], Any]:
-    """`{ choice = [...] }`, `{ uniform = [lo, hi] }` or `{ log_uniform = [lo, hi] }` as a function
-    of a `random.Random`. Integer bounds draw integers; other draws keep 4 significant digits, so
-    that names, logs and tables stay readable."""
+    """A distribution as a function of a `random.Random`. Integer bounds draw integers; other
+    draws keep 4 significant digits, so that names, logs and tables stay readable."""
     shapes = "{ choice = [a, b, ...] }, { uniform = [lo, hi] } or { log_uniform = [lo, hi] }"
     if not isinstance(table, dict):
         raise SweepError(f"{where} must be a distribution: {shapes}, got {table!r}")
@@ -210,23 +185,22 @@ def _distribution(where: str, table: Any) -> Callable[[random.Random], Any]:
         raise SweepError(f"{where} must be one distribution, got {', '.join(table)}")
     ((kind, args),) = table.items()
     if kind == "choice":
-        if not isinstance(args, list) or not args:
-            raise SweepError(f"{where}.choice must be a non-empty list of values, got {args!r}")
-        _check_value(f"{where}.choice", args)
+        _check_value(f"{where}.choice", args, listed=True)
         return lambda rng: rng.choice(args)
     if not (isinstance(args, list) and len(args) == 2 and all(map(is_number, args)) and args[0] < args[1]):
         raise SweepError(f"{where}.{kind} must be [lo, hi], two numbers with lo < hi, got {args!r}")
     lo, hi = args
     if kind == "log_uniform" and lo <= 0:
         raise SweepError(f"{where}.log_uniform needs lo > 0, got {args!r}")
-    integers = isinstance(lo, int) and isinstance(hi, int)
-    if kind == "uniform" and integers:
-        return lambda rng: rng.randint(lo, hi)
-    if kind == "uniform":
-        return lambda rng: float(f"{rng.uniform(lo, hi):.4g}")
-    if integers:
-        return lambda rng: round(math.exp(rng.uniform(math.log(lo), math.log(hi))))
-    return lambda rng: float(f"{math.exp(rng.uniform(math.log(lo), math.log(hi))):.4g}")
+    log, integers = kind == "log_uniform", isinstance(lo, int) and isinstance(hi, int)
+
+    def draw(rng: random.Random) -> Any:
+        if not log:
+            return rng.randint(lo, hi) if integers else float(f"{rng.uniform(lo, hi):.4g}")
+        value = math.exp(rng.uniform(math.log(lo), math.log(hi)))
+        return round(value) if integers else float(f"{value:.4g}")
+
+    return draw
 
 
 def is_number(value: Any) -> bool:
@@ -240,7 +214,6 @@ def value_text(value: Any) -> str:
 
 
 def as_override(key: str, value: Any) -> str:
-    """`key=value`, as a member's command line sets it."""
     return f"{key}={value_text(value)}"
 
 
@@ -250,5 +223,4 @@ def searched(member: Member) -> dict[str, Any]:
 
 
 def describe(member: Member) -> str:
-    """A member's point and seed, as a command line sets them."""
     return " ".join(as_override(key, value) for key, value in searched(member).items()) or "(the base config)"
