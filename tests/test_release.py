@@ -374,9 +374,10 @@ def test_a_0_2_0_project_keeps_its_edits_of_moved_files(
         "each 0.2.0 file this version does not render is one the migration moves"
     )
     # ...and lands where this version renders it, but for the sharded checkpoints' module, which
-    # renders with distributed=fsdp only: the update removes it from other projects
+    # renders with distributed=fsdp only, and the recorder's console progress and run records,
+    # now part of recorder.py: the update removes them
     gone = {path for path in files & moves.keys() if not (current / moves[path]).is_file()}
-    assert gone <= {"src/proj/shards.py"}, gone
+    assert gone <= {"src/proj/shards.py", "src/proj/progress.py", "src/proj/runinfo.py"}, gone
     fresh = {old: (current / "src" / "proj" / new).read_text() for old, new in edited.items()}
     assert any(fresh[old] != (package / old).read_text() for old in edited if old != edited[old]), (
         "the template changed a moved file too, so the move is a three-way merge"
