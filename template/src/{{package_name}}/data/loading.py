@@ -44,12 +44,7 @@ def init_worker(worker_id: int) -> None:
 
 
 def make_loader(
-    dataset: Dataset,
-    sampler: ResumableSampler,
-    *,
-    num_workers: int,
-    device: torch.device,
-    seed: int,
+    dataset: Dataset, sampler: ResumableSampler, *, num_workers: int, device: torch.device, seed: int
 ) -> DataLoader:
     """Batches from `sampler`, loaded ahead by workers and pinned when they go to a GPU."""
     workers = num_workers > 0
