@@ -56,10 +56,8 @@ def make_loader(
         batch_size=sampler.batch_size,
         sampler=sampler,
         num_workers=num_workers,
-        # Pinned host memory lets `.to(device, non_blocking=True)` overlap the copy with compute
-        pin_memory=device.type == "cuda",
-        # The sampler, not the workers' RNG, decides order and augmentation: keeping workers
-        # alive across epochs saves their start-up without changing the bits
+        pin_memory=device.type == "cuda",  # lets `.to(device, non_blocking=True)` overlap compute
+        # The sampler, not the workers' RNG, decides order and augmentation: the same bits
         persistent_workers=workers,
         prefetch_factor=4 if workers else None,
         worker_init_fn=init_worker,
@@ -72,9 +70,7 @@ def release_workers() -> None:
     failed step): multiprocessing would stop their workers with SIGTERM, which they ignore, and
     wait for ever. A freed loader's iterator asks its workers to exit through their queues."""
     for err in (sys.exc_info()[1], getattr(sys, "last_value", None)):
-        while err is not None:
-            traceback.clear_frames(err.__traceback__)
-            err = err.__context__
+        traceback.clear_frames(getattr(err, "__traceback__", None))
     gc.collect()  # loaders in reference cycles
 
 
