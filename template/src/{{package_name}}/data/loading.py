@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import atexit
+import gc
 import signal
-import weakref
+import sys
+import traceback
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,58 +35,43 @@ class Datasets:
 
 
 def init_worker(worker_id: int) -> None:
-    """Seed the worker, and leave stop signals to the main process.
-
-    Schedulers signal every process of a job. A worker that died of SIGTERM would abort the
-    main process mid-step, before it could write its stop checkpoint; the main process shuts
-    the workers down itself when it exits.
-    """
+    """Seed the worker, and leave stop signals to the main process: schedulers signal every
+    process of a job, and a worker dead of SIGTERM would abort the main process mid-step, before
+    its stop checkpoint. The main process shuts its workers down itself."""
     seed_worker(worker_id)
     for sig in STOP_SIGNALS:
         signal.signal(sig, signal.SIG_IGN)
 
 
 def make_loader(
-    dataset: Dataset,
-    sampler: ResumableSampler,
-    *,
-    num_workers: int,
-    device: torch.device,
-    seed: int,
+    dataset: Dataset, sampler: ResumableSampler, *, num_workers: int, device: torch.device, seed: int
 ) -> DataLoader:
     """Batches from `sampler`, loaded ahead by workers and pinned when they go to a GPU."""
     workers = num_workers > 0
-    loader = DataLoader(
+    if workers:
+        atexit.unregister(release_workers)  # once, and after multiprocessing's: it runs first
+        atexit.register(release_workers)
+    return DataLoader(
         dataset,
         batch_size=sampler.batch_size,
         sampler=sampler,
         num_workers=num_workers,
-        # Pinned host memory lets `.to(device, non_blocking=True)` overlap the copy with compute
-        pin_memory=device.type == "cuda",
-        # Keeping workers alive across epochs saves their start-up; the sampler, not the
-        # workers' RNG, decides order and augmentation, so this does not change the bits
+        pin_memory=device.type == "cuda",  # lets `.to(device, non_blocking=True)` overlap compute
+        # The sampler, not the workers' RNG, decides order and augmentation: the same bits
         persistent_workers=workers,
         prefetch_factor=4 if workers else None,
         worker_init_fn=init_worker,
         generator=torch.Generator().manual_seed(seed),
     )
-    if workers:
-        atexit.register(_stop_workers, weakref.ref(loader))
-    return loader
 
 
-def _stop_workers(loader_ref: weakref.ref) -> None:
-    """At exit, stop the persistent workers of a loader that was never cleaned up.
-
-    An exception raised mid-epoch (a bad file in a worker, a failed step) keeps the loader's
-    iterator alive in its traceback until the interpreter exits. multiprocessing then stops
-    its worker processes with SIGTERM, which `init_worker` ignores, and waits for them for ever.
-    Asked to stop through their queues first, they exit at once.
-    """
-    loader = loader_ref()
-    iterator = getattr(loader, "_iterator", None)  # DataLoader keeps a persistent workers' iterator
-    if iterator is not None and hasattr(iterator, "_shutdown_workers"):
-        iterator._shutdown_workers()
+def release_workers() -> None:
+    """At exit, free the loaders that an error's traceback still holds (a bad file in a worker, a
+    failed step): multiprocessing would stop their workers with SIGTERM, which they ignore, and
+    wait for ever. A freed loader's iterator asks its workers to exit through their queues."""
+    for err in (sys.exc_info()[1], getattr(sys, "last_value", None)):
+        traceback.clear_frames(getattr(err, "__traceback__", None))
+    gc.collect()  # loaders in reference cycles
 
 
 def optimizer_steps_per_epoch(sampler: ResumableSampler, accum_steps: int, source: str) -> int:
