@@ -15,7 +15,7 @@ from .format import check_compatible, check_task
 
 
 def inference_model(
-    state: dict[str, Any], model_cfg: ModelConfig | None = None, data_info: dict[str, Any] | None = None
+    state: dict[str, Any], model_cfg: ModelConfig | None = None, data_info: Any = None
 ) -> nn.Module:
     """The model of a checkpoint (or an export), on the CPU and in eval mode, holding the weights
     to predict with: the EMA's when the run kept one.

@@ -27,8 +27,9 @@ class DataError(ValueError):
 class Datasets:
     train: Dataset
     val: Dataset
-    # What the model must know about the data (shapes, classes, vocabulary)
-    info: dict[str, Any]
+    # What the model must know about the data: an ImageInfo (classification) or a dict (shapes,
+    # vocabulary) of the language model
+    info: Any
     # How often each training sample is drawn relative to the others (data.balanced); None:
     # each once an epoch
     train_weights: np.ndarray | None = None
