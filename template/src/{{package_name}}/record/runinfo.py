@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from ..checkpoint.format import checkpoint_dir
+from ..checkpoint import checkpoint_dir
 from ..config import Config, ConfigError
 from ..runtime.files import write_json
 
