@@ -9,7 +9,7 @@ sync's.
     python benchmarks/ckpt_save.py --tiny   # anywhere: 2 CPU processes (gloo), a tiny model
 
 On a CPU the ranks are 2 processes over gloo. On GPUs the shards are staged into pinned host
-memory before the background write (see the generated shards.host_stager); that path, and
+memory before the background write (see the generated checkpoint.host_stager); that path, and
 nccl, exist only there.
 """
 

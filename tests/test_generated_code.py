@@ -37,8 +37,8 @@ Ref = tuple[str, str]  # (module, name): `name` as defined at the top level of `
 
 
 def module_name(path: str) -> str | None:
-    """The dotted module of a package file (`src/demo/checkpoint/format.py` ->
-    `demo.checkpoint.format`), None outside the package."""
+    """The dotted module of a package file (`src/demo/data/loading.py` ->
+    `demo.data.loading`), None outside the package."""
     if not path.startswith(PACKAGE_ROOT) or not path.endswith(".py"):
         return None
     parts = path.removeprefix("src/").removesuffix(".py").split("/")
