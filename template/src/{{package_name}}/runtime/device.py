@@ -34,19 +34,15 @@ def resolve_device(name: str = "auto") -> torch.device:
     return device
 
 
-# A sample that takes less than this to load is cheaper to load in the training process than to
-# ship from a worker: the worker's pickling and its wake-ups, which preempt torch's threads, cost
-# more than the loading it would hide. About where the two break even for the default models on
-# two cores; the built-in data takes a quarter of it
+# Below this a sample is cheaper to load in the training process than to ship from a worker, whose
+# pickling and wake-ups (they preempt torch's threads) cost more than the loading it hides: about
+# the break-even for the default models on two cores. The built-in data takes a quarter of it
 CHEAP_SAMPLE_SECONDS = 2e-4
 
 
 def seconds_per_sample(dataset: Dataset, chunks: int = 8, chunk: int = 8, budget_s: float = 0.2) -> float:
-    """Seconds to produce one sample of `dataset` (read, decode, augment), from its first few.
-
-    The fastest chunk's mean: a stall of the machine only ever adds time, and must not make cheap
-    data look dear. The random streams are restored, so probing changes no result.
-    """
+    """Seconds to produce one sample of `dataset` (read, decode, augment): the fastest mean of a few
+    chunks, as a stall of the machine only adds time. The random streams are restored after."""
     rng = capture_rng_state()
     means: list[float] = []
     start_all = time.perf_counter()
@@ -76,14 +72,11 @@ def cpu_budget(
     dataset: Dataset,
     saved: dict[str, int] | None = None,
 ) -> CpuBudget:
-    """Workers and threads for this process; `-1` workers and `0` threads mean "pick".
+    """Workers and threads for this process; `-1` workers and `0` threads mean "pick", and a resumed
+    run keeps its earlier picks (`saved`): results depend on the thread count.
 
-    A resumed run keeps what it picked before (`saved`, from its checkpoint): results depend on the
-    thread count, and the data's measured cost can differ on a busier or quieter machine.
-
-    On an accelerator the loader may take all but one core. On a CPU, workers and torch's threads
-    share the cores: data cheap to load is loaded in the training process and every core computes;
-    dear data gets a worker per core (workers sleep once ahead, taking only the CPU the data needs)
+    On an accelerator the loader may take all but one core. On a CPU, cheap data is loaded in the
+    training process and every core computes; dear data gets a worker per core (idle once ahead)
     while torch keeps half the cores, so that a busy worker does not stall its parallel kernels.
     """
     if saved is not None:
