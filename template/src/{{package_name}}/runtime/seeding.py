@@ -37,11 +37,15 @@ def seed_worker(worker_id: int) -> None:
 def capture_rng_state() -> dict[str, Any]:
     """Every RNG stream this process draws from."""
     kind, keys, pos, has_gauss, cached_gaussian = np.random.get_state()
-    numpy = {"kind": kind, "keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos)}
-    numpy |= {"has_gauss": int(has_gauss), "cached_gaussian": float(cached_gaussian)}
     return {
         "python": random.getstate(),
-        "numpy": numpy,
+        "numpy": {
+            "kind": kind,
+            "keys": torch.from_numpy(keys.astype(np.int64)),
+            "pos": int(pos),
+            "has_gauss": int(has_gauss),
+            "cached_gaussian": float(cached_gaussian),
+        },
         "torch": torch.get_rng_state(),
         "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
     }
