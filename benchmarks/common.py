@@ -248,6 +248,7 @@ def compare(
     repeats: int,
     *,
     fresh: bool = False,
+    env: dict[str, str] | None = None,
 ) -> dict[str, list[dict[str, Any]]]:
     """Each contender measured `repeats` times by `module`'s `measure`, interleaved (A B A B ...),
     every measurement in a process of its own.
@@ -261,7 +262,7 @@ def compare(
     history can matter: glibc's adaptive thresholds, set by what the worker allocated, made one
     contender's every step fault its activations back in, 20% slower, while a fresh process
     running the same code did not. `fresh=True` measures each run in a new interpreter instead,
-    as a user's process starts.
+    as a user's process starts. `env` is added to the environment of every measuring process.
     """
     global quiet_budget_s
     work = Path(spec["work"])
@@ -276,6 +277,7 @@ def compare(
             stdout=log_file,
             stderr=subprocess.STDOUT,
             timeout=1800,
+            env={**os.environ, **(env or {})},
         )
     if proc.returncode != 0 or not out.exists():
         tail = log.read_text(errors="replace")[-3000:]

@@ -1,12 +1,14 @@
-"""Context managers that isolate mode switches, so the loops never flip global state by hand."""
+"""Context managers around the loops, so that they never flip global state by hand."""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import torch
 from torch import nn
+from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trace_handler
 
 
 @contextlib.contextmanager
@@ -19,3 +21,22 @@ def eval_mode(model: nn.Module) -> Iterator[nn.Module]:
             yield model
     finally:
         model.train(was_training)
+
+
+@contextlib.contextmanager
+def maybe_profile(enabled: bool, out_dir: Path) -> Iterator[Callable[[], None]]:
+    """`profile=true`: yield the function the loop calls after every step, which traces steps 3-5
+    (the first is start-up noise, the second warms up) into `out_dir` as a Chrome trace, for
+    https://ui.perfetto.dev or `tensorboard --logdir`. A no-op when `enabled` is false."""
+    if not enabled:
+        yield lambda: None
+        return
+    activities = [ProfilerActivity.CPU, *([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])]
+    with profile(
+        activities=activities,
+        schedule=schedule(wait=1, warmup=1, active=3, repeat=1),
+        on_trace_ready=tensorboard_trace_handler(str(out_dir)),
+        record_shapes=True,
+        profile_memory=True,
+    ) as prof:
+        yield prof.step

@@ -1,8 +1,4 @@
-"""The pieces of one-line error messages, shared by every module that words an error for the user.
-
-Imports nothing of the project and nothing heavy: the sweep's commands and the config use it
-without importing torch.
-"""
+"""The pieces of one-line error messages. Free of torch: the config and the sweep use them."""
 
 from __future__ import annotations
 
@@ -16,7 +12,6 @@ def first_line(err: BaseException) -> str:
 
 
 def did_you_mean(word: str, known: Iterable[str], otherwise: str) -> str:
-    """The hint that ends an "unknown ..." message: the known word closest to `word`, else
-    `otherwise`."""
+    """The end of an "unknown ..." message: the known word closest to `word`, else `otherwise`."""
     close = difflib.get_close_matches(word, list(known), n=1)
     return f"; did you mean {close[0]!r}?" if close else otherwise

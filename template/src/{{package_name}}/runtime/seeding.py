@@ -1,7 +1,7 @@
 """Seeding, and the RNG state that checkpoints carry so that a resumed run draws the same numbers.
 
-Checkpoints are loaded with `weights_only=True`, so every state here is stored as tensors and
-plain Python containers: numpy's state object is taken apart instead of pickled.
+Checkpoints load with `weights_only=True`, so every state here is tensors and plain containers:
+numpy's state is taken apart instead of pickled.
 """
 
 from __future__ import annotations
@@ -30,13 +30,12 @@ def seed_everything(seed: int, deterministic: bool = False) -> None:
 
 def seed_worker(worker_id: int) -> None:
     """DataLoader `worker_init_fn`: derive numpy's and python's seeds from the worker's torch seed."""
-    worker_seed = torch.initial_seed() % 2**32
-    np.random.seed(worker_seed)
-    random.seed(worker_seed)
+    np.random.seed(torch.initial_seed() % 2**32)
+    random.seed(torch.initial_seed() % 2**32)
 
 
 def capture_rng_state() -> dict[str, Any]:
-    """Every RNG stream this process draws from, in a form `torch.load(weights_only=True)` accepts."""
+    """Every RNG stream this process draws from."""
     kind, keys, pos, has_gauss, cached_gaussian = np.random.get_state()
     return {
         "python": random.getstate(),
@@ -54,16 +53,9 @@ def capture_rng_state() -> dict[str, Any]:
 
 def restore_rng_state(state: dict[str, Any]) -> None:
     random.setstate(state["python"])
-    saved = state["numpy"]
-    np.random.set_state(
-        (
-            saved["kind"],
-            saved["keys"].numpy().astype(np.uint32),
-            saved["pos"],
-            saved["has_gauss"],
-            saved["cached_gaussian"],
-        )
-    )
+    numpy = state["numpy"]
+    keys = numpy["keys"].numpy().astype(np.uint32)
+    np.random.set_state((numpy["kind"], keys, numpy["pos"], numpy["has_gauss"], numpy["cached_gaussian"]))
     torch.set_rng_state(state["torch"])
     if state["cuda"] and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
