@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import atexit
-import gc
+import multiprocessing
 import signal
-import sys
-import traceback
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,8 +48,8 @@ def make_loader(
     """Batches from `sampler`, loaded ahead by workers and pinned when they go to a GPU."""
     workers = num_workers > 0
     if workers:
-        atexit.unregister(release_workers)  # once, and after multiprocessing's: it runs first
-        atexit.register(release_workers)
+        atexit.unregister(stop_workers)  # once, and after multiprocessing's handler: it runs first
+        atexit.register(stop_workers)
     return DataLoader(
         dataset,
         batch_size=sampler.batch_size,
@@ -66,13 +64,15 @@ def make_loader(
     )
 
 
-def release_workers() -> None:
-    """At exit, free the loaders that an error's traceback still holds (a bad file in a worker, a
-    failed step): multiprocessing would stop their workers with SIGTERM, which they ignore, and
-    wait for ever. A freed loader's iterator asks its workers to exit through their queues."""
-    for err in (sys.exc_info()[1], getattr(sys, "last_value", None)):
-        traceback.clear_frames(getattr(err, "__traceback__", None))
-    gc.collect()  # loaders in reference cycles
+def stop_workers() -> None:
+    """At exit, kill the loader workers still running: those of a loader that an error's traceback
+    kept alive (a bad file in a worker, a failed step). multiprocessing would stop them with
+    SIGTERM, which `init_worker` makes them ignore, and wait for ever; a worker has nothing to save."""
+    if hasattr(signal, "SIGCHLD"):  # not on Windows
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # torch's handler would report the kills as errors
+    for child in multiprocessing.active_children():
+        if child.daemon:
+            child.kill()
 
 
 def optimizer_steps_per_epoch(sampler: ResumableSampler, accum_steps: int, source: str) -> int:
