@@ -68,8 +68,9 @@ def stop_workers() -> None:
     """At exit, kill the loader workers still running: those of a loader that an error's traceback
     kept alive (a bad file in a worker, a failed step). multiprocessing would stop them with
     SIGTERM, which `init_worker` makes them ignore, and wait for ever; a worker has nothing to save."""
-    if hasattr(signal, "SIGCHLD"):  # not on Windows
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # torch's handler would report the kills as errors
+    child_ended = getattr(signal, "SIGCHLD", None)  # not on Windows
+    if child_ended is not None:
+        signal.signal(child_ended, signal.SIG_DFL)  # torch's handler would report the kills as errors
     for child in multiprocessing.active_children():
         if child.daemon:
             child.kill()
