@@ -274,6 +274,17 @@ def plain_copier_update(project: Path, *args: str) -> subprocess.CompletedProces
     )
 
 
+def update_without_conflict(project: Path, through: str, old_version: str) -> None:
+    """`ptscaffold update` (`through="ptscaffold"`) or a plain `copier update` of `project`, made
+    by `old_version`: either succeeds, and ptscaffold's lists no conflicted file."""
+    if through == "ptscaffold":
+        result = ptscaffold.update(project, quiet=True)
+        assert result.old_version == old_version and result.conflicts == []
+    else:
+        proc = plain_copier_update(project, "--quiet")
+        assert proc.returncode == 0, proc.stderr[-2000:]
+
+
 @pytest.mark.slow
 def test_plain_copier_update_works_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     project = ptscaffold.new(tmp_path / "proj", defaults=True, quiet=True)
@@ -393,12 +404,7 @@ def test_a_0_2_0_project_keeps_its_edits_of_moved_files(
     commit_all(project, "the user's edits")
 
     fresh_caches(monkeypatch, tmp_path)
-    if through == "ptscaffold":
-        result = ptscaffold.update(project, quiet=True)
-        assert result.old_version == MOVED_FROM and result.conflicts == []
-    else:
-        proc = plain_copier_update(project, "--quiet")
-        assert proc.returncode == 0, proc.stderr[-2000:]
+    update_without_conflict(project, through, MOVED_FROM)
     recorded = yaml.safe_load((project / ".copier-answers.yml").read_text())
     assert recorded["_commit"] == f"v{ptscaffold.__version__}"
     assert git(project, "diff", "--name-only", "--diff-filter=U") == ""
@@ -508,12 +514,7 @@ def test_an_unedited_0_3_0_project_updates_to_exactly_a_fresh_project(
     assert before - fresh.keys(), "this version renders fewer files than 0.3.0 did"
 
     fresh_caches(monkeypatch, tmp_path)
-    if through == "ptscaffold":
-        result = ptscaffold.update(project, quiet=True)
-        assert result.old_version == SLIMMED_FROM and result.conflicts == []
-    else:
-        proc = plain_copier_update(project, "--quiet")
-        assert proc.returncode == 0, proc.stderr[-2000:]
+    update_without_conflict(project, through, SLIMMED_FROM)
     git(project, "add", "--all")
     statuses = {
         line[3:]: line[:2].strip()
