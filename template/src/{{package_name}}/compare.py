@@ -27,7 +27,6 @@ from .plot import MISSING, pyplot, save_png
 from .record.metrics import read_metrics
 from .runtime.files import write_whole
 
-# The validation metric that ranks runs, and whether higher is better
 METRIC, MAXIMIZE = ("val_acc", True) if TASK == "classification" else ("val_loss", False)
 # Keys every run sets apart from the others, which say nothing of how it trained
 BOOKKEEPING = {"run_name", "runs_dir", "resume"}
@@ -42,8 +41,7 @@ class CompareError(ValueError):
     """No run to compare, in one line for the user."""
 
 
-# A table's columns: the keys, the runs' count, the number columns, the cells after them
-Header = tuple[list[str], str, list[str], list[str]]
+Header = tuple[list[str], str, list[str], list[str]]  # keys, runs' count, numbers, cells after them
 
 
 @dataclass
