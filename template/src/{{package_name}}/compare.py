@@ -1,13 +1,9 @@
-"""Compare runs side by side, from what each run recorded in its folder (no tracker needed).
+"""Compare runs from their folders: `python -m <package>.compare runs/a runs/b | runs | runs/sweeps/x`.
 
-    python -m <package>.compare runs/a runs/b | runs | runs/sweeps/sweep
-
-A table, best first, of the config keys that differ between the runs, their best and final
-validation metric, steps, wall time and throughput (runs that differ only in seed or fold share a
-row, as mean ± std; a run without result.json is `running` while its process lives, else `killed`)
-as compare.csv (exact values) and compare.md; with matplotlib, every validation curve in compare.png.
-
-Exit codes: 0 done, 2 no run found.
+compare.csv (exact values) and compare.md: the config keys that differ, the best and final
+validation metric, steps, wall time and throughput, best first; runs that differ only in seed or
+fold share a row (mean ± std). A run without result.json is `running` while its process lives,
+else `killed`. With matplotlib, every validation curve in compare.png. Exit codes: 0 done, 2 no run.
 """
 
 from __future__ import annotations
@@ -31,7 +27,6 @@ from .plot import MISSING, pyplot, save_png
 from .record.metrics import read_metrics
 from .runtime.files import write_whole
 
-# The validation metric that ranks runs, and whether higher is better
 METRIC, MAXIMIZE = ("val_acc", True) if TASK == "classification" else ("val_loss", False)
 # Keys every run sets apart from the others, which say nothing of how it trained
 BOOKKEEPING = {"run_name", "runs_dir", "resume"}
@@ -43,18 +38,17 @@ LEGEND = 10  # rows that the plot names in a legend; more are coloured by rank
 
 
 class CompareError(ValueError):
-    """No run to compare, worded as one line for the user."""
+    """No run to compare, in one line for the user."""
 
 
-# A table's columns: the keys, the runs' count, the number columns, the cells after them
-Header = tuple[list[str], str, list[str], list[str]]
+Header = tuple[list[str], str, list[str], list[str]]  # keys, runs' count, numbers, cells after them
 
 
 @dataclass
 class Row:  # a line of a table (this one's, or a sweep's): the runs of one setting
     setting: dict[str, str]  # the differing keys' values, as text
-    runs: list[Any]  # the runs, or their names
-    numbers: dict[str, list[float]]  # each column's values, one a run that has it
+    runs: list[Any]
+    numbers: dict[str, list[float]]  # each column's values, one per run that has it
     after: dict[str, str]  # the last cells: the runs' names, their status
 
 
@@ -138,8 +132,8 @@ def read_run(folder: Path) -> Run:
 
 
 def is_alive(environment: dict[str, Any]) -> bool:
-    """Whether the process that writes the run (environment.json's host and pid) still runs. A
-    run of another machine, or on Windows (where os.kill terminates), is presumed running."""
+    """Whether the run's process still runs: presumed so on another host, or on Windows (where
+    os.kill terminates)."""
     if "pid" not in environment:
         return False
     try:
@@ -147,7 +141,7 @@ def is_alive(environment: dict[str, Any]) -> bool:
             os.kill(environment["pid"], 0)  # signal 0: only asks whether the process exists
     except ProcessLookupError:
         return False
-    except PermissionError:  # it exists, but is another user's
+    except PermissionError:  # another user's
         pass
     return True
 
@@ -171,17 +165,15 @@ def group(runs: list[Run]) -> tuple[list[Row], list[str]]:
         row.after = {"runs": " ".join(run.folder.name for run in row.runs), "status": status}
 
     def rank(row: Row) -> tuple[bool, float]:
-        best = row.numbers.get("best", [])
-        mean = statistics.fmean(best) if best else 0.0
-        return not best, -mean if MAXIMIZE else mean
+        mean = statistics.fmean(row.numbers.get("best", [0.0]))
+        return "best" not in row.numbers, -mean if MAXIMIZE else mean
 
     return sorted(rows.values(), key=rank), keys
 
 
 def write_curves(rows: list[Row], keys: list[str], out: Path) -> bool:
-    """Every run's validation curve, a colour per row, a run not finished dashed; False without
-    matplotlib. Beyond LEGEND rows the colours run from the best row (dark) to the worst (light),
-    without a legend: the table names them."""
+    """Every run's validation curve, a colour per row (beyond LEGEND rows, dark for the best to
+    light, without a legend), dashed if not finished; False without matplotlib."""
     plt = pyplot()
     if plt is None:
         return False

@@ -1,6 +1,6 @@
-"""A sweep's table: one row per point, the mean and std over its seeds of the final and the best
-metric (and the other final validation metrics), best first. A function of the sweep file and of
-its members' folders only: a sweep interrupted and rerun writes the same one, byte for byte."""
+"""A sweep's table: per point, the mean and std over its seeds of the final and best metric (and
+the other final validation metrics), best first. Made of the sweep file and the members' folders
+only: a sweep interrupted and rerun writes the same one, byte for byte."""
 
 from __future__ import annotations
 
@@ -15,8 +15,7 @@ from ..record.metrics import read_metrics
 from .spec import Member, Sweep, SweepError, is_number, value_text
 
 
-def is_finished(sweep_dir: Path, member: Member) -> bool:
-    """A finished run has result.json (written last, and whole)."""
+def is_finished(sweep_dir: Path, member: Member) -> bool:  # result.json is written last, whole
     return (sweep_dir / member.name / "result.json").is_file()
 
 

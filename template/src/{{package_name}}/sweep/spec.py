@@ -1,5 +1,5 @@
-"""The sweep file (see runner.py), read and checked whole before anything runs, and its members.
-No torch here: most sweep commands train nothing."""
+"""The sweep file, checked whole before anything runs, and its members (no torch: most sweep
+commands train nothing)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ RESERVED = {
 
 
 class SweepError(ValueError):
-    """A problem with the sweep file or the command line, worded as one line for the user."""
+    """A bad sweep file or command line, in one line for the user."""
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,6 @@ class Sweep:
 
 
 def load_sweep(path: Path) -> Sweep:
-    """Read and check a sweep file; its members point by point, seed by seed."""
     try:
         data = read_toml(path, "sweep file")
     except ConfigError as err:  # a sweep command's errors are all SweepErrors (exit code 2)
@@ -105,7 +104,7 @@ def _points(data: dict[str, Any]) -> tuple[dict[str, Any], set[str], list[dict[s
     samples, random_seed = settings.pop("samples", 0), settings.pop("seed", 0)
     # A table of tables is a config section; one of values is a distribution
     distributions = dict(flatten(settings, leaf=lambda t: not any(isinstance(v, dict) for v in t.values())))
-    where: dict[str, str] = {}  # the section that sets each key
+    where: dict[str, str] = {}
     for section, keys in (("fixed", fixed), ("grid", grid), ("random", distributions)):
         for key in keys:
             if key in RESERVED:
@@ -132,14 +131,13 @@ def _points(data: dict[str, Any]) -> tuple[dict[str, Any], set[str], list[dict[s
 
 
 def _members(points: list[dict[str, Any]], seeds: list[Any], base: dict, fixed: dict) -> list[Member]:
-    """A member per point and seed, named after a hash of its overrides: adding a grid value
-    renames no other member."""
+    """A member per point and seed, named after a hash of its sorted overrides: adding a grid
+    value or reordering the file renames no other member."""
     members: list[Member] = []
     names: dict[str, dict[str, Any]] = {}
     for point in points:
         for seed in seeds:
             overrides = {**base, **fixed, **point, **({"seed": seed} if seed is not None else {})}
-            # Sorted keys: reordering the sweep file renames nothing
             digest = hashlib.sha256(json.dumps(overrides, sort_keys=True).encode()).hexdigest()[:8]
             if digest in names:
                 raise SweepError(f"two members have the same overrides {names[digest]}; list each value once")
@@ -156,8 +154,7 @@ def _section(data: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 def _check_value(where: str, value: Any, listed: bool = False) -> None:
-    """Only what the training command line can take: numbers, strings, booleans and lists (and
-    `listed`: a non-empty list)."""
+    """Only what the training command line takes: numbers, strings, booleans and lists."""
     if listed and (not isinstance(value, list) or not value):
         raise SweepError(f"{where} must be a non-empty list of values, got {value!r}")
     if isinstance(value, list):
@@ -174,7 +171,7 @@ def _unknown(what: str, key: str, known: Iterable[str]) -> str:
 
 def _distribution(where: str, table: Any) -> Callable[[random.Random], Any]:
     """A distribution as a function of a `random.Random`. Integer bounds draw integers; other
-    draws keep 4 significant digits, so that names, logs and tables stay readable."""
+    draws keep 4 significant digits, for readable names, logs and tables."""
     shapes = "{ choice = [a, b, ...] }, { uniform = [lo, hi] } or { log_uniform = [lo, hi] }"
     if not isinstance(table, dict):
         raise SweepError(f"{where} must be a distribution: {shapes}, got {table!r}")
@@ -190,26 +187,20 @@ def _distribution(where: str, table: Any) -> Callable[[random.Random], Any]:
     if not (isinstance(args, list) and len(args) == 2 and all(map(is_number, args)) and args[0] < args[1]):
         raise SweepError(f"{where}.{kind} must be [lo, hi], two numbers with lo < hi, got {args!r}")
     lo, hi = args
-    if kind == "log_uniform" and lo <= 0:
+    integers = isinstance(lo, int) and isinstance(hi, int)
+    if kind == "uniform":
+        return lambda rng: rng.randint(lo, hi) if integers else float(f"{rng.uniform(lo, hi):.4g}")
+    if lo <= 0:
         raise SweepError(f"{where}.log_uniform needs lo > 0, got {args!r}")
-    log, integers = kind == "log_uniform", isinstance(lo, int) and isinstance(hi, int)
-
-    def draw(rng: random.Random) -> Any:
-        if not log:
-            return rng.randint(lo, hi) if integers else float(f"{rng.uniform(lo, hi):.4g}")
-        value = math.exp(rng.uniform(math.log(lo), math.log(hi)))
-        return round(value) if integers else float(f"{value:.4g}")
-
-    return draw
+    rounded = round if integers else lambda value: float(f"{value:.4g}")
+    return lambda rng: rounded(math.exp(rng.uniform(math.log(lo), math.log(hi))))
 
 
-def is_number(value: Any) -> bool:
-    """An int or a float, but not a bool (which Python counts as an int)."""
+def is_number(value: Any) -> bool:  # bool is an int to Python, not to us
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def value_text(value: Any) -> str:
-    """A value as the training command line parses it: strings as they are, the rest as JSON."""
+def value_text(value: Any) -> str:  # as the training command line parses it
     return value if isinstance(value, str) else json.dumps(value)
 
 
@@ -217,8 +208,7 @@ def as_override(key: str, value: Any) -> str:
     return f"{key}={value_text(value)}"
 
 
-def searched(member: Member) -> dict[str, Any]:
-    """What sets a member apart from the others: its point and its seed."""
+def searched(member: Member) -> dict[str, Any]:  # what sets it apart from the other members
     return {**member.point, **({"seed": member.seed} if member.seed is not None else {})}
 
 
