@@ -25,9 +25,8 @@ def eval_mode(model: nn.Module) -> Iterator[nn.Module]:
 
 @contextlib.contextmanager
 def maybe_profile(enabled: bool, out_dir: Path) -> Iterator[Callable[[], None]]:
-    """`profile=true`: yield the function the loop calls after every step, which traces steps 3-5
-    (the first is start-up noise, the second warms up) into `out_dir` as a Chrome trace, for
-    https://ui.perfetto.dev or `tensorboard --logdir`. A no-op when `enabled` is false."""
+    """Yield what the loop calls after every step: it traces steps 3-5 (after start-up and warm-up)
+    into `out_dir` as a Chrome trace, for https://ui.perfetto.dev or `tensorboard --logdir`."""
     if not enabled:
         yield lambda: None
         return

@@ -1,6 +1,5 @@
 """Writing files and folders whole: a reader sees the old content or the new, never a part of it,
-whenever the writer is killed, and once written the new content survives a power cut. Only logs
-that grow line by line (metrics.csv) are appended to instead."""
+whenever the writer is killed, and once written the new content survives a power cut."""
 
 from __future__ import annotations
 
@@ -17,9 +16,8 @@ from typing import Any, BinaryIO
 
 @contextlib.contextmanager
 def writing(path: Path) -> Iterator[BinaryIO]:
-    """A file to write `path`'s new content into: a temporary file in the same directory (the
-    rename cannot cross file systems), synced to disk, then renamed onto `path` when the block
-    ends without an error, removed otherwise."""
+    """A temporary file in `path`'s directory (a rename cannot cross file systems), synced and
+    renamed onto `path` when the block ends without an error, removed otherwise."""
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
     # Created as open() creates a file, its permissions set by the umask (mkstemp's are 0600)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)

@@ -1,8 +1,5 @@
-"""Seeding, and the RNG state that checkpoints carry so that a resumed run draws the same numbers.
-
-Checkpoints load with `weights_only=True`, so every state here is tensors and plain containers:
-numpy's state is taken apart instead of pickled.
-"""
+"""Seeding, and the RNG state that checkpoints carry so that a resumed run draws the same numbers:
+tensors and plain containers (numpy's state taken apart), as `weights_only=True` loads them."""
 
 from __future__ import annotations
 
@@ -35,7 +32,6 @@ def seed_worker(worker_id: int) -> None:
 
 
 def capture_rng_state() -> dict[str, Any]:
-    """Every RNG stream this process draws from."""
     kind, keys, pos, has_gauss, cached_gaussian = np.random.get_state()
     return {
         "python": random.getstate(),
