@@ -25,18 +25,13 @@ class DataError(ValueError):
 class Datasets:
     train: Dataset
     val: Dataset
-    # What the model must know about the data: an ImageInfo (classification) or a dict (shapes,
-    # vocabulary) of the language model
-    info: Any
-    # How often each training sample is drawn relative to the others (data.balanced); None:
-    # each once an epoch
-    train_weights: np.ndarray | None = None
+    info: Any  # what the model must know of the data: an ImageInfo, or the language model's dict
+    train_weights: np.ndarray | None = None  # relative draw rates (data.balanced); None: each once
 
 
 def init_worker(worker_id: int) -> None:
-    """Seed the worker, and leave stop signals to the main process: schedulers signal every
-    process of a job, and a worker dead of SIGTERM would abort the main process mid-step, before
-    its stop checkpoint. The main process shuts its workers down itself."""
+    """Seed the worker and ignore stop signals: schedulers signal every process of a job, and a
+    worker dead of SIGTERM would abort the main process before its stop checkpoint."""
     seed_worker(worker_id)
     for sig in STOP_SIGNALS:
         signal.signal(sig, signal.SIG_IGN)
@@ -45,7 +40,6 @@ def init_worker(worker_id: int) -> None:
 def make_loader(
     dataset: Dataset, sampler: ResumableSampler, *, num_workers: int, device: torch.device, seed: int
 ) -> DataLoader:
-    """Batches from `sampler`, loaded ahead by workers and pinned when they go to a GPU."""
     workers = num_workers > 0
     if workers:
         atexit.unregister(stop_workers)  # once, and after multiprocessing's handler: it runs first
@@ -56,7 +50,6 @@ def make_loader(
         sampler=sampler,
         num_workers=num_workers,
         pin_memory=device.type == "cuda",  # lets `.to(device, non_blocking=True)` overlap compute
-        # The sampler, not the workers' RNG, decides order and augmentation: the same bits
         persistent_workers=workers,
         prefetch_factor=4 if workers else None,
         worker_init_fn=init_worker,
@@ -65,9 +58,8 @@ def make_loader(
 
 
 def stop_workers() -> None:
-    """At exit, kill the loader workers still running: those of a loader that an error's traceback
-    kept alive (a bad file in a worker, a failed step). multiprocessing would stop them with
-    SIGTERM, which `init_worker` makes them ignore, and wait for ever; a worker has nothing to save."""
+    """At exit, kill the loader workers an error's traceback kept alive: multiprocessing would send
+    them SIGTERM, which they ignore, and wait for ever."""
     child_ended = getattr(signal, "SIGCHLD", None)  # not on Windows
     if child_ended is not None:
         signal.signal(child_ended, signal.SIG_DFL)  # torch's handler would report the kills as errors
@@ -77,7 +69,6 @@ def stop_workers() -> None:
 
 
 def optimizer_steps_per_epoch(sampler: ResumableSampler, accum_steps: int, source: str) -> int:
-    """Optimizer steps in one epoch of `sampler` (each takes `accum_steps` batches per process)."""
     steps = sampler.batches_per_epoch() // accum_steps
     if steps == 0:
         processes = f" x {sampler.world_size} processes" if sampler.world_size > 1 else ""
