@@ -157,8 +157,8 @@ def unchanged_files(old: Path, answers: dict[str, str], tmp_path: Path) -> list[
         if not (path.endswith(".py") and (new / there).is_file()):
             continue
         if (new / there).read_bytes() == content:
-            same.append((not content.strip(), path, there))
-    return [(path, there) for _, path, there in sorted(same, key=lambda s: (s[0], s[1] == s[2], s))]
+            same.append((not content.strip(), path == there, path, there))
+    return [(path, there) for *_, path, there in sorted(same)]
 
 
 def edit_where_unchanged(old: Path, new: Path, line: str) -> None:
@@ -392,8 +392,11 @@ def test_a_0_2_0_project_keeps_its_edits_of_moved_files(
     # checkpoint.py (whose move the migration skips), recorder.py and runtime/contexts.py, and the
     # sharded checkpoints' (FSDP only): the update removes them
     gone = {path for path in dropped if not (current / moves[path]).is_file()}
-    merged = {"checkpointer.py", "storage.py", "shards.py", "progress.py", "runinfo.py"}
-    merged |= {"profiling.py"}
+    merged = {
+        *("checkpointer.py", "storage.py", "shards.py"),  # into checkpoint.py
+        *("progress.py", "runinfo.py"),  # into record/recorder.py
+        "profiling.py",  # into runtime/contexts.py
+    }
     assert gone <= {f"src/proj/{name}" for name in merged}, gone
     fresh = {old: (current / "src" / "proj" / new).read_text() for old, new in edited.items()}
     assert any(fresh[old] != (package / old).read_text() for old in edited if old != edited[old]), (
