@@ -21,13 +21,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from . import TASK
-from .config import flatten
+from .config import MONITORS, Config, flatten
 from .plot import MISSING, pyplot, save_png
 from .record.metrics import read_metrics
 from .runtime.files import write_whole
 
-METRIC, MAXIMIZE = ("val_acc", True) if TASK == "classification" else ("val_loss", False)
 # Keys every run sets apart from the others, which say nothing of how it trained
 BOOKKEEPING = {"run_name", "runs_dir", "resume"}
 # Keys whose runs are repetitions of one setting: aggregated, not compared
@@ -86,7 +84,7 @@ class Run:
     folder: Path
     config: dict[str, Any]  # flattened: {"optim.lr": 0.001, ...}
     status: str  # finished, running or killed
-    curve: list[tuple[int, float]]  # (step, METRIC) at each evaluation
+    curve: list[tuple[int, float]]  # (step, the monitored metric) at each evaluation
     numbers: dict[str, float]  # those of NUMBERS that the run has recorded
 
 
@@ -105,15 +103,25 @@ def find_runs(paths: list[Path]) -> list[Path]:
     return list(dict.fromkeys(found))
 
 
-def read_run(folder: Path) -> Run:
+def monitored(folders: list[Path]) -> str:
+    """The metric the runs monitor (`monitor` in their config; the most common where they differ)."""
+    default = Config().monitor  # a run from before `monitor` existed
+    names = [
+        json.loads((folder / "config.json").read_text(encoding="utf-8")).get("monitor", default)
+        for folder in folders
+    ]
+    return max(names, key=names.count)
+
+
+def read_run(folder: Path, metric: str) -> Run:
     config = dict(flatten(json.loads((folder / "config.json").read_text(encoding="utf-8"))))
     metrics_file, result_file = folder / "metrics.csv", folder / "result.json"
     series = read_metrics(metrics_file) if metrics_file.is_file() else {}
-    curve = series.get(METRIC, [])
+    curve = series.get(metric, [])
     result = json.loads(result_file.read_text(encoding="utf-8")) if result_file.is_file() else None
     numbers: dict[str, float] = {}
     if curve:
-        numbers["best"] = (max if MAXIMIZE else min)(value for _, value in curve)
+        numbers["best"] = (max if MONITORS[metric] else min)(value for _, value in curve)
         numbers["final"] = curve[-1][1]
     steps = [step for points in series.values() for step, _ in points]
     if result is not None or steps:
@@ -146,7 +154,7 @@ def is_alive(environment: dict[str, Any]) -> bool:
     return True
 
 
-def group(runs: list[Run]) -> tuple[list[Row], list[str]]:
+def group(runs: list[Run], metric: str) -> tuple[list[Row], list[str]]:
     """One row per setting (the values of the keys that differ, REPEATS aside), best first by the
     mean best metric; and those keys."""
     names = dict.fromkeys(key for run in runs for key in run.config if key not in BOOKKEEPING | REPEATS)
@@ -166,12 +174,12 @@ def group(runs: list[Run]) -> tuple[list[Row], list[str]]:
 
     def rank(row: Row) -> tuple[bool, float]:
         mean = statistics.fmean(row.numbers.get("best", [0.0]))
-        return "best" not in row.numbers, -mean if MAXIMIZE else mean
+        return "best" not in row.numbers, -mean if MONITORS[metric] else mean
 
     return sorted(rows.values(), key=rank), keys
 
 
-def write_curves(rows: list[Row], keys: list[str], out: Path) -> bool:
+def write_curves(rows: list[Row], keys: list[str], metric: str, out: Path) -> bool:
     """Every run's validation curve, a colour per row (beyond LEGEND rows, dark for the best to
     light, without a legend), dashed if not finished; False without matplotlib."""
     plt = pyplot()
@@ -190,7 +198,7 @@ def write_curves(rows: list[Row], keys: list[str], out: Path) -> bool:
                 ax.plot(steps, values, style, color=colour, marker="o", markersize=3, label=label)
                 label = None  # one legend entry a row
     ax.set_xlabel("step")
-    ax.set_ylabel(METRIC)
+    ax.set_ylabel(metric)
     if many:
         ax.set_title(f"{len(rows)} rows of compare.md, best (dark) to worst (light)")
     elif ax.get_legend_handles_labels()[0]:
@@ -211,15 +219,17 @@ def main(argv: list[str] | None = None) -> int:
     one_folder = len(args.paths) == 1 and not (args.paths[0] / "config.json").is_file()
     out = args.out or (args.paths[0] if one_folder else args.paths[0].parent)
     try:
-        rows, keys = group([read_run(folder) for folder in find_runs(args.paths)])
+        folders = find_runs(args.paths)
+        metric = monitored(folders)
+        rows, keys = group([read_run(folder, metric) for folder in folders], metric)
     except CompareError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    better = "higher" if MAXIMIZE else "lower"
-    heading = f"# {METRIC} ({better} is better), best first; mean ± std over runs of one seed or fold"
+    better = "higher" if MONITORS[metric] else "lower"
+    heading = f"# {metric} ({better} is better), best first; mean ± std over runs of one seed or fold"
     print(write_table(out, "compare", heading, rows, (keys, "n", NUMBERS, ["runs", "status"])), end="")
     print(f"written: {out / 'compare.md'}, compare.csv")
-    drawn = write_curves(rows, keys, out / "compare.png")
+    drawn = write_curves(rows, keys, metric, out / "compare.png")
     print(f"written: {out / 'compare.png'}" if drawn else f"compare.png skipped: {MISSING}")
     return 0
 
