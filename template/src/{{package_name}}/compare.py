@@ -21,13 +21,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from .config import MONITORS, Config, flatten
+from .config import MONITORS, NAMING, RESUMES, Config, flatten
 from .plot import MISSING, pyplot, save_png
 from .record.metrics import read_metrics
 from .runtime.files import write_whole
 
 # Keys every run sets apart from the others, which say nothing of how it trained
-BOOKKEEPING = {"run_name", "runs_dir", "resume"}
+BOOKKEEPING = {*NAMING, RESUMES, "init_weights"}
 # Keys whose runs are repetitions of one setting: aggregated, not compared
 REPEATS = {"seed", "data.fold"}
 NUMBERS = ["best", "final", "steps", "wall_s", "samples_per_s"]
