@@ -1,8 +1,9 @@
 """Compare runs from their folders: `python -m <package>.compare runs/a runs/b | runs | runs/sweeps/x`.
 
-compare.csv (exact values) and compare.md: the config keys that differ, the best and final
-validation metric, steps, wall time and throughput, best first; runs that differ only in seed or
-fold share a row (mean ± std). A run without result.json is `running` while its process lives,
+compare.csv (exact values) and compare.md: the config keys that differ, the best and final value
+of the monitored validation metric (`monitor`), its test score where the runs have a test split,
+steps, wall time and throughput, best first; runs that differ only in seed or fold share a row
+(mean ± std). A run without result.json is `running` while its process lives,
 else `killed`. With matplotlib, every validation curve in compare.png. Exit codes: 0 done, 2 no run.
 """
 
@@ -30,7 +31,7 @@ from .runtime.files import write_whole
 BOOKKEEPING = {*NAMING, RESUMES, "init_weights"}
 # Keys whose runs are repetitions of one setting: aggregated, not compared
 REPEATS = {"seed", "data.fold"}
-NUMBERS = ["best", "final", "steps", "wall_s", "samples_per_s"]
+NUMBERS = ["best", "final", "test", "steps", "wall_s", "samples_per_s"]
 DIGITS = {"steps": 6, "wall_s": 3, "samples_per_s": 3}  # significant digits in Markdown; else 4
 LEGEND = 10  # rows that the plot names in a legend; more are coloured by rank
 
@@ -124,6 +125,8 @@ def read_run(folder: Path, metric: str) -> Run:
         numbers["best"] = (max if MONITORS[metric] else min)(value for _, value in curve)
         numbers["final"] = curve[-1][1]
     steps = [step for points in series.values() for step, _ in points]
+    if result is not None and f"test_{metric[4:]}" in result:  # the test split's, at the end
+        numbers["test"] = result[f"test_{metric[4:]}"]
     if result is not None or steps:
         numbers["steps"] = result["step"] if result is not None else max(steps)
     speeds = [value for _, value in series.get("samples_per_s", [])]
@@ -227,7 +230,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     better = "higher" if MONITORS[metric] else "lower"
     heading = f"# {metric} ({better} is better), best first; mean ± std over runs of one seed or fold"
-    print(write_table(out, "compare", heading, rows, (keys, "n", NUMBERS, ["runs", "status"])), end="")
+    columns = [c for c in NUMBERS if c != "test" or any(c in row.numbers for row in rows)]
+    print(write_table(out, "compare", heading, rows, (keys, "n", columns, ["runs", "status"])), end="")
     print(f"written: {out / 'compare.md'}, compare.csv")
     drawn = write_curves(rows, keys, metric, out / "compare.png")
     print(f"written: {out / 'compare.png'}" if drawn else f"compare.png skipped: {MISSING}")
