@@ -4,6 +4,7 @@ private names, and copier's private API in one module, checked at import."""
 from __future__ import annotations
 
 import ast
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -223,3 +224,26 @@ def test_the_command_stops_before_anything_when_copier_lacks_a_method(tmp_path):
         and "Worker._render_allowed is gone" in proc.stderr
     )
     assert not dest.exists()
+
+
+def lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
+    """import-linter on pyproject.toml's contracts, for the package `ptscaffold` in `root`."""
+    command = [
+        str(Path(sys.executable).with_name("lint-imports")),
+        "--no-cache",
+        str(REPO_ROOT / "pyproject.toml"),
+    ]
+    return subprocess.run(
+        command, cwd=root, env={"PYTHONPATH": str(root)}, capture_output=True, text=True
+    )
+
+
+def test_modules_import_only_the_layers_below_them(tmp_path: Path):
+    assert lint_imports(REPO_ROOT / "generator").returncode == 0
+    # ...and the contract holds something: errors.py, at the bottom, importing the CLI breaks it
+    copy = tmp_path / "ptscaffold"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__", "*.bundle"))
+    with (copy / "errors.py").open("a", encoding="utf-8") as f:
+        f.write("\nfrom . import cli  # noqa: E402\n")
+    broken = lint_imports(tmp_path)
+    assert broken.returncode != 0 and "ptscaffold.errors -> ptscaffold.cli" in broken.stdout

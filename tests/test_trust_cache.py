@@ -16,11 +16,11 @@ from pathlib import Path
 
 import copier
 import pytest
-from ptscaffold import _cache, _template
+from ptscaffold import _cache, _questions, _template
 from ptscaffold_testing import commit_all, git, invoke, isolated, ptscaffold_cache  # noqa: F401
 
 OLD = "v0.1.0"  # a release the installed bundle carries
-INSTALLED = f"v{_template.template_version()}"
+INSTALLED = f"v{_questions.template_version()}"
 
 pytestmark = pytest.mark.skipif(
     _template.history_bundle() is None, reason="needs the releases bundle (_releases.bundle)"

@@ -38,7 +38,7 @@ __all__ = [*_EXPORTS, "__version__"]
 
 def __getattr__(name: str) -> Any:
     if name == "__version__":
-        from ._template import template_version
+        from ._questions import template_version
 
         value: Any = template_version()
     elif name in _EXPORTS:

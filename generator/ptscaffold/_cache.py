@@ -329,8 +329,10 @@ def ensure_repo(root: Path | None = None, version: str | None = None) -> Path:
     If the tag exists with another tree (a development build changed the template without a
     version bump), the tag moves to the current tree.
     """
+    from ._questions import template_version  # here: it imports copier, slow to import
+
     root = root or _template.template_root()
-    version = version or _template.template_version(root)
+    version = version or template_version(root)
     with _locked():
         _refuse_foreign_files(repo_path())
         repo = init_repo()

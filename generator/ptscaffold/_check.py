@@ -11,6 +11,7 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from . import _git, _template
+from ._questions import template_version
 from ._update import read_answers, refuse_if_newer, version_of
 from .errors import PtscaffoldError, UpdateRefused
 
@@ -51,7 +52,7 @@ def check(project: str | os.PathLike[str] = ".") -> Status:
         )
     src = str(answers.get("_src_path") or "")
     if _is_bundled(src):
-        latest = Version(_template.template_version())
+        latest = Version(template_version())
         refuse_if_newer(project, version, latest)
     else:
         latest = max(_source_versions(project, src), default=version)

@@ -16,7 +16,7 @@ from typing import Any
 
 from . import _answers, _cache, _interrupts, _locks, _planted, _template
 from ._copier import NO_TTY, render_message, translate_errors
-from ._questions import Questionnaire
+from ._questions import Questionnaire, template_version
 from .errors import AnswersError, DestinationError, PtscaffoldError, UsageError
 
 FALLBACK_NEXT_STEPS = """Next steps:
@@ -274,7 +274,7 @@ def _served(bundled: bool, label: str) -> tuple[contextlib.AbstractContextManage
         return contextlib.nullcontext(), None
     with translate_errors(label):
         repo = _cache.ensure_repo()
-    return _cache.redirected(repo), f"v{_template.template_version()}"
+    return _cache.redirected(repo), f"v{template_version()}"
 
 
 def _copy(

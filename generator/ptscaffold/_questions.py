@@ -34,6 +34,7 @@ from copier.errors import CopierError, InvalidTypeError, UnsafeTemplateError
 from jinja2 import TemplateError, meta
 
 from ._copier_api import MISSING, AnswersMap, Question, Template, Worker
+from ._template import template_root
 from .errors import AnswersError
 
 _TRUE = {"true", "yes", "y", "on", "1"}
@@ -387,6 +388,9 @@ def _one_line(text: str) -> str:
 
 def bundled(dest: str | Path | None = None) -> Questionnaire:
     """The questions of the template this ptscaffold ships."""
-    from ._template import template_root
-
     return Questionnaire(template_root(), dest)
+
+
+def template_version(root: Path | None = None) -> str:
+    """`template_version` of copier.yml (of the bundled template unless `root` is given)."""
+    return str(Questionnaire(root or template_root()).questions["template_version"].default)

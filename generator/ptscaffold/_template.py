@@ -43,10 +43,3 @@ def history_bundle() -> Path | None:
 
 def post_gen_hook() -> Path:
     return template_root() / "hooks" / "post_gen.py"
-
-
-def template_version(root: Path | None = None) -> str:
-    """`template_version` of copier.yml (of the bundled template unless `root` is given)."""
-    from ._questions import Questionnaire
-
-    return str(Questionnaire(root or template_root()).questions["template_version"].default)

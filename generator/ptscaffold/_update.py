@@ -17,7 +17,7 @@ from packaging.version import InvalidVersion, Version
 
 from . import _cache, _git, _interrupts, _locks, _planted, _snapshot, _template
 from ._copier import Render, translate_errors
-from ._questions import Questionnaire
+from ._questions import Questionnaire, template_version
 from ._snapshot import Snapshot
 from .errors import Interrupted, PtscaffoldError, UpdateRefused
 
@@ -279,7 +279,7 @@ def _bundled_plan(
 ) -> _Plan:
     """The update to the bundled template's version `to` (the installed one by default), its
     answers checked against the new questions, served from the local cache."""
-    installed = _template.template_version()
+    installed = template_version()
     target = f"v{installed}" if to is None else to
     if re.fullmatch(r"\d+(\.\d+)*\S*", target):
         target = f"v{target}"
