@@ -9,8 +9,8 @@ from typing import NamedTuple
 import torch
 from torch.utils.data import Dataset
 
-from ..config import DEVICE_EXPECTED, ConfigError
 from . import available_cpus
+from .errors import DEVICE_EXPECTED, ConfigError
 from .seeding import capture_rng_state, restore_rng_state
 
 

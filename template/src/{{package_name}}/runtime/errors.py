@@ -1,9 +1,18 @@
-"""The pieces of one-line error messages. Free of torch: the config and the sweep use them."""
+"""One-line errors and the pieces of their messages. Free of torch: the config and the sweep use
+them."""
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
+
+
+class ConfigError(ValueError):
+    """A configuration problem, worded as one line for the user."""
+
+
+# How a device setting must be spelled, for the config's check and the device's own
+DEVICE_EXPECTED = "'auto' or a torch device (cpu, cuda, cuda:1, mps)"
 
 
 def first_line(err: BaseException) -> str:
