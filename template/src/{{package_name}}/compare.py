@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import MONITORS, NAMING, RESUMES, Config, flatten
-from .plot import MISSING, pyplot, save_png
+from .record.figures import MISSING, pyplot, save_png
 from .record.metrics import read_metrics
 from .runtime.files import write_whole
 

@@ -10,7 +10,7 @@ import statistics
 from pathlib import Path
 
 from ..compare import Row, write_table
-from ..plot import MISSING, pyplot, save_png
+from ..record.figures import MISSING, pyplot, save_png
 from ..record.metrics import read_metrics
 from .spec import Member, Sweep, SweepError, is_number, value_text
 
