@@ -98,10 +98,8 @@ def uncommitted(top: Path, *, every_file: bool = False) -> list[str]:
     untracked (an untracked folder as itself, or with `every_file` as each file in it), both
     paths of a move. --no-optional-locks: `status` must not refresh the index, which would
     write it."""
-    untracked = "all" if every_file else "normal"
-    proc = _git.run(
-        "--no-optional-locks", "status", "--porcelain", "-z", f"--untracked-files={untracked}", cwd=top
-    )
+    untracked = f"--untracked-files={'all' if every_file else 'normal'}"
+    proc = _git.run("--no-optional-locks", "status", "--porcelain", "-z", untracked, cwd=top)
     if proc.returncode != 0:
         raise UpdateRefused(f"git status failed in {top}: {_git.last_line(proc)}")
     entries = iter(proc.stdout.split("\0"))

@@ -373,7 +373,8 @@ def _show_preview(preview: Any) -> None:
     if preview.uncommitted:
         typer.echo(
             f"From the working tree as it is: its {len(preview.uncommitted)} uncommitted or "
-            "untracked files count as committed (the update itself needs them committed or stashed)."
+            "untracked files count as committed (the update itself needs them committed or "
+            "stashed)."
         )
     if not preview.changes:
         typer.echo(f"{preview.project} is on {preview.new_version}: an update changes nothing.")
