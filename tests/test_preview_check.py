@@ -89,14 +89,31 @@ def test_dry_run_on_the_newest_version_says_nothing_changes(tmp_path, bundled):
     assert "an update changes nothing" in shown.stdout
 
 
-def test_dry_run_refuses_uncommitted_changes(tmp_path, bundled):
+def test_dry_run_starts_from_uncommitted_changes_as_they_are(tmp_path, bundled):
     project = ptscaffold.new(tmp_path / "proj", defaults=True, quiet=True)
-    (project / "NOTES.md").write_text("edited, not committed\n")
     bundled("2.0.0")
+    clean = invoke("update", str(project), "--dry-run")
+    assert clean.exit_code == 0, clean.stderr  # from HEAD, v2 merges cleanly
+    assert not clean.stdout.startswith("From the working tree")
+
+    notes = project / "NOTES.md"  # v2 changes its `theta` line too: a conflict, once committed
+    notes.write_text(notes.read_text().replace("theta", "theta edited, not committed"))
+    (project / "scratch.txt").write_text("untracked\n")
     before = _repository_state(project)
     shown = invoke("update", str(project), "--dry-run")
-    assert shown.exit_code == 1
-    assert "uncommitted changes" in shown.stderr
+
+    assert _repository_state(project) == before
+    assert shown.exit_code == 3, shown.stderr
+    assert shown.stdout.splitlines()[0] == (
+        "From the working tree as it is: its 2 uncommitted or untracked files count as committed "
+        "(the update itself needs them committed or stashed)."
+    )
+    assert shown.stderr.split()[-1] == "NOTES.md"  # the conflict it would leave
+
+    # ...and the update itself refuses them, by name
+    refused = invoke("update", str(project))
+    assert refused.exit_code == 1
+    assert "uncommitted changes or untracked files (NOTES.md, scratch.txt)" in refused.stderr
     assert _repository_state(project) == before
 
 

@@ -395,14 +395,16 @@ def test_refuses_a_folder_that_is_not_a_repository(tmp_path):
     _refused(project, needle="not a git repository")
 
 
-def test_refuses_uncommitted_changes(project):
+def test_refuses_uncommitted_changes_naming_them(project):
     (project / ".gitignore").write_text("changed\n")
-    _refused(project, needle="commit or stash")
+    _refused(project, needle="uncommitted changes or untracked files (.gitignore); commit or stash")
 
 
-def test_refuses_untracked_files(project):
-    (project / "scratch.txt").write_text("x\n")
-    _refused(project, needle="commit or stash")
+def test_refuses_untracked_files_naming_a_few(project):
+    for name in "abcdefg":
+        (project / f"scratch-{name}.txt").write_text("x\n")
+    named = ", ".join(f"scratch-{name}.txt" for name in "abcde")
+    _refused(project, needle=f"({named} and 2 more); commit or stash")
 
 
 def test_refuses_without_answers_file(project):

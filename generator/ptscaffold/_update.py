@@ -93,6 +93,43 @@ def repository_top(project: Path) -> Path:
     return Path(top.stdout.strip())
 
 
+def uncommitted(top: Path, *, every_file: bool = False) -> list[str]:
+    """What `git status` lists in the repository at `top`: files changed, staged, deleted or
+    untracked (an untracked folder as itself, or with `every_file` as each file in it), both
+    paths of a move. --no-optional-locks: `status` must not refresh the index, which would
+    write it."""
+    untracked = f"--untracked-files={'all' if every_file else 'normal'}"
+    proc = _git.run("--no-optional-locks", "status", "--porcelain", "-z", untracked, cwd=top)
+    if proc.returncode != 0:
+        raise UpdateRefused(f"git status failed in {top}: {_git.last_line(proc)}")
+    entries = iter(proc.stdout.split("\0"))
+    paths = []
+    for entry in entries:
+        if entry:
+            paths.append(entry[3:])  # after the two status letters and a space
+            if "R" in entry[:2] or "C" in entry[:2]:  # a move or copy: its source follows
+                paths.append(next(entries))
+    return list(dict.fromkeys(paths))  # a file deleted from the index but still there: once
+
+
+def refuse_uncommitted(top: Path) -> None:
+    """Refuse a repository with uncommitted changes or untracked files, naming a few: an update
+    is merged into a clean tree, and undone by going back to it."""
+    dirty = uncommitted(top)
+    if dirty:
+        shown = ", ".join(dirty[:_NAMED])
+        more = f" and {len(dirty) - _NAMED} more" if len(dirty) > _NAMED else ""
+        raise UpdateRefused(
+            f"{top} has uncommitted changes or untracked files ({shown}{more}); commit or stash "
+            "them first, so that the update can be merged and undone "
+            "(`ptscaffold update --dry-run` previews it from them as they are)"
+        )
+
+
+# Paths a refusal names before it counts the rest
+_NAMED = 5
+
+
 def _conflicts(project: Path, conflict: str) -> list[str]:
     if conflict == "rej":
         found = []
@@ -142,6 +179,7 @@ def update(
     top = repository_top(project)
     with _one_update_at_a_time(top):
         _undo_a_killed_update(top, quiet)
+        refuse_uncommitted(top)
         return _update(
             project, top, data=data, ask=ask, conflict=conflict, to=to, trust=trust, quiet=quiet
         )

@@ -370,6 +370,12 @@ def _test_after_update(project: Path, quiet: bool) -> None:
 
 def _show_preview(preview: Any) -> None:
     """The changes an update would make, one line a file; exit 3 when it would leave conflicts."""
+    if preview.uncommitted:
+        typer.echo(
+            f"From the working tree as it is: its {len(preview.uncommitted)} uncommitted or "
+            "untracked files count as committed (the update itself needs them committed or "
+            "stashed)."
+        )
     if not preview.changes:
         typer.echo(f"{preview.project} is on {preview.new_version}: an update changes nothing.")
         return

@@ -9,7 +9,6 @@ else `killed`. With matplotlib, every validation curve in compare.png. Exit code
 
 from __future__ import annotations
 
-import argparse
 import csv
 import io
 import json
@@ -25,6 +24,7 @@ from typing import Any
 from .config import MONITORS, NAMING, RESUMES, Config, flatten
 from .record.figures import MISSING, pyplot, save_png
 from .record.metrics import read_metrics
+from .runtime.commands import command_parser
 from .runtime.files import write_whole
 
 # Keys every run sets apart from the others, which say nothing of how it trained
@@ -211,13 +211,11 @@ def write_curves(rows: list[Row], keys: list[str], metric: str, out: Path) -> bo
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog=f"python -m {__package__}.compare",
-        description="Compare runs: a table of what differs and how they did, and their validation curves.",
-        epilog="exit codes: 0 done, 2 no run found",
-    )
+    parser = command_parser("compare", __doc__)
     parser.add_argument("paths", type=Path, nargs="+", help="run folders, a runs folder or a sweep folder")
-    parser.add_argument("--out", type=Path, help="default: the folder given, else the first run's parent")
+    parser.add_argument(
+        "--out", type=Path, help="the folder to write to (default: the folder given, else the runs' parent)"
+    )
     args = parser.parse_args(argv)
     one_folder = len(args.paths) == 1 and not (args.paths[0] / "config.json").is_file()
     out = args.out or (args.paths[0] if one_folder else args.paths[0].parent)
