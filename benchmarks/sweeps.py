@@ -25,7 +25,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks import common  # noqa: E402
+from benchmarks import common
 
 TRIALS, EPOCHS, IMAGE_SIZE, SEEDS = 10, 4, 8, (0, 1, 2)
 PRUNE_AFTER = 3  # trials that run to their end before the median pruner prunes

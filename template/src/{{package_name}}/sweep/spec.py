@@ -15,13 +15,17 @@ from ..config import MONITORS, ConfigError, flatten, load_config, read_toml
 from ..runtime.errors import did_you_mean
 
 PACKAGE = __package__.rpartition(".")[0]  # the project's package: trials run its `train`
-TOP = {"config": str, "metric": str, "mode": str, "seeds": list, "folds": int, "trials": int, "sampler": str}
-TOP |= {"seed": int, "pruner": str, "prune_after": int, "storage": str, **dict.fromkeys(("fixed", "grid", "space", "random"), dict)}
-CHOICES = {"mode": ("min", "max"), "sampler": ("tpe", "random", "grid"), "pruner": ("median", "hyperband", "none")}
+OPTIONS = {"trials": int, "sampler": str, "seed": int, "pruner": str, "prune_after": int, "storage": str}
+TOP = {"config": str, "metric": str, "mode": str, "seeds": list, "folds": int, **OPTIONS}
+TOP |= dict.fromkeys(("fixed", "grid", "space", "random"), dict)
+CHOICES = {
+    "mode": ("min", "max"),
+    "sampler": ("tpe", "random", "grid"),
+    "pruner": ("median", "hyperband", "none"),
+}
 DISTRIBUTIONS = ("log_uniform", "uniform", "int", "choice")
-# Config keys the sweep sets for every run itself, and what to write instead
-RESERVED = {"config": "`config = PATH` at the top", "seed": "`seeds = [...]` at the top", "runs_dir": "--dir"}
-RESERVED |= {"data.fold": "`folds = K` at the top", "data.folds": "`folds = K` at the top", "run_name": "", "resume": ""}
+# Config keys the sweep sets for every run itself
+RESERVED = ("config", "seed", "data.fold", "data.folds", "runs_dir", "run_name", "resume")
 
 
 class SweepError(ValueError):
@@ -31,7 +35,7 @@ class SweepError(ValueError):
 @dataclass(frozen=True)
 class Sweep:
     file: Path
-    options: dict[str, Any]  # the top-level keys, defaults filled in: trials, sampler, seed, pruner...
+    options: dict[str, Any]  # OPTIONS, defaults filled in, and whether the sweep sets `threads`
     fixed: dict[str, Any]  # every run's overrides: `config`, then [fixed]
     points: list[dict[str, Any]]  # the grid's points: trial n runs point n, round robin
     space: dict[str, BaseDistribution]  # every searched key, the grid's too
@@ -43,7 +47,7 @@ class Sweep:
 def load_sweep(path: Path) -> Sweep:
     try:
         return parse(path, read_toml(path, "sweep file"))
-    except (SweepError, ConfigError) as err:  # a sweep command's errors are SweepErrors (exit code 2)
+    except (SweepError, ConfigError) as err:  # a sweep command's errors are SweepErrors (exit 2)
         raise SweepError(f"{path}: {err}") from None
 
 
@@ -51,40 +55,49 @@ def parse(path: Path, data: dict[str, Any]) -> Sweep:
     for key, value in data.items():
         if key not in TOP:
             raise SweepError(f"unknown key {key!r}{did_you_mean(key, TOP, ' (see configs/sweep.toml)')}")
-        if not isinstance(value, TOP[key]) or isinstance(value, bool) or value not in CHOICES.get(key, [value]):
+        if (
+            not isinstance(value, TOP[key])
+            or isinstance(value, bool)
+            or value not in CHOICES.get(key, [value])
+        ):
             wanted = " or ".join(map(repr, CHOICES[key])) if key in CHOICES else f"a {TOP[key].__name__}"
             raise SweepError(f"{key} must be {wanted}, got {value!r}")
     old = dict(data.get("random", {}))  # before [space]: `samples` draws per grid point, from `seed`
     samples, seed = old.pop("samples", 1), data.get("seed", old.pop("seed", 0))
-    leaf = lambda table: not any(isinstance(v, dict) for v in table.values())  # noqa: E731 (a distribution)
-    tables = {"fixed": data.get("fixed", {}), "grid": data.get("grid", {}), "space": data.get("space", old)}
-    tables = {name: dict(flatten(table, leaf=leaf if name == "space" else lambda _: False)) for name, table in tables.items()}
+    tables = {name: dict(flatten(data.get(name, {}))) for name in ("fixed", "grid")}
+    # In [space], a table of values is a distribution; a table of tables, a config section
+    tables["space"] = dict(flatten(data.get("space", old), leaf=lambda t: not any(map(is_table, t.values()))))
     where: dict[str, str] = {}
     for name, table in tables.items():
         for key in table:
             if key in RESERVED or key in where:
-                why = f"the sweep sets it ({RESERVED[key] or 'itself'})" if key in RESERVED else f"also in {where[key]}"
-                raise SweepError(f"{name}.{key}: {why}")
+                raise SweepError(
+                    f"{name}.{key}: {'the sweep sets it' if key in RESERVED else f'also in {where[key]}'}"
+                )
             where[key] = name
     folds, seeds = data.get("folds", 0), data.get("seeds", [None])  # None: the config's own seed
-    fixed = {**({"config": data["config"]} if "config" in data else {}), **tables["fixed"], **({"data.folds": folds} if folds else {})}
-    if "seeds" in data and (not seeds or any(type(s) is not int for s in seeds) or len(set(seeds)) < len(seeds)):
+    fixed = {**({"config": data["config"]} if "config" in data else {}), **tables["fixed"]}
+    fixed |= {"data.folds": folds} if folds else {}
+    if "seeds" in data and (
+        not seeds or any(type(s) is not int for s in seeds) or len(set(seeds)) < len(seeds)
+    ):
         raise SweepError(f"seeds must list different ints, like [1, 2, 3], got {seeds!r}")
-    if type(samples) is not int or samples < 1 or data.get("trials", 1) < 1 or data.get("prune_after", 0) < 0:
+    if type(samples) is not int or min(samples, data.get("trials", 1)) < 1 or data.get("prune_after", 0) < 0:
         raise SweepError("trials and random.samples must be ints >= 1, prune_after an int >= 0")
     grid = {key: distribution(f"grid.{key}", {"choice": values}) for key, values in tables["grid"].items()}
     space = {key: distribution(f"space.{key}", table) for key, table in tables["space"].items()}
-    monitor = config(fixed, {}, "fixed").monitor  # each value alone, as training builds it: a bad one stops here
+    monitor = config(fixed, {}, "fixed").monitor  # each value alone, as training builds the config
     for key, dist in {**grid, **space}.items():
         for value in dist.choices if isinstance(dist, CategoricalDistribution) else (dist.low, dist.high):
             config(fixed, {key: value}, f"{where[key]}.{key}")
     if data.get("sampler") == "grid" and space:
         raise SweepError("sampler = 'grid' runs the [grid] alone: choose 'tpe' or 'random' for [space]")
     points = [dict(zip(grid, p, strict=True)) for p in itertools.product(*(d.choices for d in grid.values()))]
+    base = flatten(read_toml(Path(data["config"]), "config file")) if "config" in data else []
     options = {"trials": len(points) * samples if old else 20 if space else len(points), "seed": seed}
     options |= {"sampler": "random" if old else "tpe", "pruner": "median" if space and not old else "none"}
-    options |= {"prune_after": 5, "storage": None, "threads": "threads" in where or "threads" in base_keys(data)}
-    options |= {key: data[key] for key in ("trials", "sampler", "pruner", "prune_after", "storage") if key in data}
+    options |= {"prune_after": 5, "storage": None, "threads": "threads" in where or "threads" in dict(base)}
+    options |= {key: data[key] for key in OPTIONS if key in data}
     metric = data.get("metric", f"best_{monitor}")  # the best epoch's, as best.pt keeps it
     maximize = data.get("mode", "max" if MONITORS.get(metric.removeprefix("best_")) else "min") == "max"
     repeats = [{"seed": s} if s is not None else {} for s in seeds]
@@ -94,21 +107,22 @@ def parse(path: Path, data: dict[str, Any]) -> Sweep:
 
 def distribution(where: str, table: Any) -> BaseDistribution:
     """An Optuna distribution; a list value travels as its JSON text (Optuna's choices are scalars)."""
-    shapes = "{ log_uniform = [lo, hi] }, { uniform = [lo, hi] }, { int = [lo, hi] } or { choice = [a, b] }"
-    if not isinstance(table, dict) or len(table) != 1:
-        raise SweepError(f"{where} must be one distribution: {shapes}, got {table!r}")
-    ((kind, args),) = table.items()
+    kind, args = next(iter(table.items())) if is_table(table) and len(table) == 1 else ("", None)
     if kind not in DISTRIBUTIONS:
-        raise SweepError(f"{where}: unknown distribution {kind!r}{did_you_mean(kind, DISTRIBUTIONS, '')}")
-    if kind == "choice" and isinstance(args, list) and args and all(isinstance(a, (str, int, float, list)) for a in args):
-        return CategoricalDistribution([json.dumps(a) if isinstance(a, list) else a for a in args])
-    ints = isinstance(args, list) and all(type(a) is int for a in args)
-    if kind != "choice" and isinstance(args, list) and len(args) == 2 and all(type(a) in (int, float) for a in args):
+        hint = did_you_mean(kind, DISTRIBUTIONS, f" (one of {', '.join(DISTRIBUTIONS)})")
+        raise SweepError(
+            f"{where} must be one distribution, like {{ log_uniform = [lo, hi] }}: {table!r}{hint}"
+        )
+    values = args if isinstance(args, list) else []
+    if kind == "choice" and values and all(isinstance(v, (str, int, float, list)) for v in values):
+        return CategoricalDistribution([json.dumps(v) if isinstance(v, list) else v for v in values])
+    if kind != "choice" and len(values) == 2 and all(type(v) in (int, float) for v in values):
         try:  # integer bounds search integers
-            return (IntDistribution if ints else FloatDistribution)(*args, log=kind == "log_uniform")
+            number = IntDistribution if all(type(v) is int for v in values) else FloatDistribution
+            return number(*values, log=kind == "log_uniform")
         except ValueError:  # lo > hi, or lo <= 0 on a log scale
             pass
-    wanted = "a non-empty list of values" if kind == "choice" else "[lo, hi] with lo < hi (and lo > 0 on a log scale)"
+    wanted = "a non-empty list of values" if kind == "choice" else "[lo, hi] with lo <= hi (lo > 0 for log)"
     raise SweepError(f"{where}.{kind} must be {wanted}, got {args!r}")
 
 
@@ -119,8 +133,8 @@ def config(fixed: dict[str, Any], point: dict[str, Any], where: str) -> Any:
         raise SweepError(f"{where}: {err}") from None
 
 
-def base_keys(data: dict[str, Any]) -> list[str]:
-    return [key for key, _ in flatten(read_toml(Path(data["config"]), "config file"))] if "config" in data else []
+def is_table(value: Any) -> bool:
+    return isinstance(value, dict)
 
 
 def value_text(value: Any) -> str:  # as the training command line takes it
@@ -133,7 +147,9 @@ def overrides(values: dict[str, Any]) -> list[str]:
 
 def run_name(number: int, repeat: dict[str, Any]) -> str:
     """Trial `number`'s run of one seed and fold: trial-007, trial-007-seed2-fold0."""
-    return f"trial-{number:03d}" + "".join(f"-{key.rpartition('.')[2]}{value}" for key, value in repeat.items())
+    return f"trial-{number:03d}" + "".join(
+        f"-{key.rpartition('.')[2]}{value}" for key, value in repeat.items()
+    )
 
 
 def say(line: str) -> None:
