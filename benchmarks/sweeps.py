@@ -74,7 +74,8 @@ def one_sweep(project: Path, package: str, file: Path, out: Path) -> dict[str, f
     )
     seconds = time.perf_counter() - start
     if done.returncode != 0:
-        raise common.BenchmarkError(f"sweep {file.name} exited {done.returncode}: {done.stderr[-2000:]}")
+        why = done.stderr[-2000:]
+        raise common.BenchmarkError(f"sweep {file.name} exited {done.returncode}: {why}")
     rows = list(csv.DictReader((out / "results.csv").read_text(encoding="utf-8").splitlines()))
     best = max(float(row["best_val_acc_mean"]) for row in rows)
     pruned = done.stdout.count(" pruned: ")
@@ -85,7 +86,8 @@ def run(work: Path, quick: bool) -> common.Section:
     from benchmarks import imagesets
 
     project, package = common.render(work, "classification")
-    name = "shapes" if quick or not all(map(common.has_module, ["sklearn", "skimage"])) else "photos"
+    real = all(map(common.has_module, ["sklearn", "skimage"]))
+    name = "photos" if real and not quick else "shapes"
     imagesets.build(work / "imagesets", name)
     source = work / "imagesets" / name
     results: dict[str, list[dict[str, float]]] = {kind: [] for kind in KINDS}
@@ -114,20 +116,21 @@ def run(work: Path, quick: bool) -> common.Section:
         mean_best, total = statistics.fmean(r["best"] for r in rs), sum(r["seconds"] for r in rs)
         rows.append([kind, "mean / total", f"{mean_best:.4f}", "", "", f"{total:.0f}"])
     notes = [
-        f"Each sweep: {TRIALS} trials over optim.lr (log 1e-4..0.3), optim.weight_decay (log 1e-5..0.1) "
-        f"and model.dropout (0..0.5); {EPOCHS} epochs a trial, data.image_size={IMAGE_SIZE}, one "
-        f"worker, one thread a run, on the CPU. TPE samples at random for its first {TRIALS // 3} "
-        f"trials; the median pruner prunes once {PRUNE_AFTER} trials have run to their end.",
-        "best: the highest `best_val_acc` (the best epoch's validation accuracy) among the sweep's "
-        "finished trials; finished and pruned: trial counts; seconds: the sweep command's wall time, "
-        "each trial a fresh training process (about 5-7 s of it starting up on this machine).",
+        f"Each sweep: {TRIALS} trials over optim.lr (log 1e-4..0.3), optim.weight_decay "
+        f"(log 1e-5..0.1) and model.dropout (0..0.5); {EPOCHS} epochs a trial, "
+        f"data.image_size={IMAGE_SIZE}, one worker, one thread a run, on the CPU. TPE samples at "
+        f"random for its first {TRIALS // 3} trials; the median pruner prunes once {PRUNE_AFTER} "
+        "trials have run to their end.",
+        "best: the highest `best_val_acc` (the best epoch's validation accuracy) among the "
+        "sweep's finished trials; finished and pruned: trial counts; seconds: the sweep "
+        "command's wall time, each trial a fresh training process.",
         f"Time ratio, TPE + pruning over random: {ratio:.2f} (target <= {TARGET_RATIO}); best "
         f"accuracy, mean over the 3 sweeps: {best_tpe:.4f} against {best_rnd:.4f}.",
     ]
     return common.Section(
         title="17. Sweeps that search",
-        target=f"TPE + median pruning finds at least random search's best val acc in <= {TARGET_RATIO}x "
-        "its time, with the same budget of trials",
+        target="TPE + median pruning finds at least random search's best val acc in "
+        f"<= {TARGET_RATIO}x its time, with the same budget of trials",
         columns=["sweep", "sampler seed", "best val acc", "finished", "pruned", "seconds"],
         rows=rows,
         figures={"ratio": ratio, "best_tpe": best_tpe, "best_random": best_rnd},
