@@ -111,7 +111,7 @@ def distribution(where: str, table: Any) -> BaseDistribution:
     if kind not in DISTRIBUTIONS:
         hint = did_you_mean(kind, DISTRIBUTIONS, f" (one of {', '.join(DISTRIBUTIONS)})")
         raise SweepError(
-            f"{where} must be one distribution, like {{ log_uniform = [lo, hi] }}: {table!r}{hint}"
+            f"{where} must be one distribution, such as log_uniform = [lo, hi] in a table: {table!r}{hint}"
         )
     values = args if isinstance(args, list) else []
     if kind == "choice" and values and all(isinstance(v, (str, int, float, list)) for v in values):
