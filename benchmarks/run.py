@@ -38,6 +38,7 @@ BENCHMARKS = [
     "finetune",
     "runtools",
     "gpt2_finetune",
+    "sweeps",
 ]
 
 

@@ -3,14 +3,13 @@
 compare.csv (exact values) and compare.md: the config keys that differ, the best and final value
 of the monitored validation metric (`monitor`), its test score where the runs have a test split,
 steps, wall time and throughput, best first; runs that differ only in seed or fold share a row
-(mean ± std). A run without result.json is `running` while its process lives,
-else `killed`. With matplotlib, every validation curve in compare.png. Exit codes: 0 done, 2 no run.
+(mean ± std). A run without result.json is `running` while its process lives, else `killed`; a
+sweep's trial that its pruner stopped is `pruned`. With matplotlib, every validation curve in
+compare.png. Exit codes: 0 done, 2 no run.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import os
 import platform
@@ -22,62 +21,20 @@ from pathlib import Path
 from typing import Any
 
 from .config import MONITORS, NAMING, RESUMES, Config, flatten
-from .record.figures import MISSING, pyplot, save_png
 from .record.metrics import read_metrics
+from .record.tables import MISSING, Row, pyplot, save_png, write_table
 from .runtime.commands import command_parser
-from .runtime.files import write_whole
 
 # Keys every run sets apart from the others, which say nothing of how it trained
 BOOKKEEPING = {*NAMING, RESUMES, "init_weights"}
 # Keys whose runs are repetitions of one setting: aggregated, not compared
 REPEATS = {"seed", "data.fold"}
 NUMBERS = ["best", "final", "test", "steps", "wall_s", "samples_per_s"]
-DIGITS = {"steps": 6, "wall_s": 3, "samples_per_s": 3}  # significant digits in Markdown; else 4
 LEGEND = 10  # rows that the plot names in a legend; more are coloured by rank
 
 
 class CompareError(ValueError):
     """No run to compare, in one line for the user."""
-
-
-Header = tuple[list[str], str, list[str], list[str]]  # keys, runs' count, numbers, cells after them
-
-
-@dataclass
-class Row:  # a line of a table (this one's, or a sweep's): the runs of one setting
-    setting: dict[str, str]  # the differing keys' values, as text
-    runs: list[Any]
-    numbers: dict[str, list[float]]  # each column's values, one per run that has it
-    after: dict[str, str]  # the last cells: the runs' names, their status
-
-
-def write_table(out_dir: Path, stem: str, heading: str, rows: list[Row], header: Header) -> str:
-    """`<stem>.csv` (exact values) and `<stem>.md` (mean ± std) in `out_dir`; returns the Markdown."""
-    keys, count, columns, after = header
-    text = io.StringIO()
-    writer = csv.writer(text, lineterminator="\n")
-    writer.writerow([*keys, count, *(f"{c}_{s}" for c in columns for s in ("mean", "std")), *after])
-    header = [*(f"`{k}`" for k in keys), count, *(c.replace("_", " ") for c in columns), *after]
-    align = ["---"] * len(keys) + ["---:"] * (1 + len(columns)) + ["---"] * len(after)
-    lines = [heading, "", "| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
-    for row in rows:
-        exact, shown = [], []
-        for column in columns:
-            values = row.numbers.get(column, [])
-            mean = statistics.fmean(values) if values else None
-            std = statistics.stdev(values) if len(values) > 1 else None
-            exact += ["" if mean is None else repr(mean), "" if std is None else repr(std)]
-            spread = "" if std is None else f" ± {std:.2g}"
-            shown.append("" if mean is None else f"{mean:.{DIGITS.get(column, 4)}g}{spread}")
-        setting = [row.setting[k] for k in keys]
-        writer.writerow([*setting, len(row.runs), *exact, *row.after.values()])
-        cells = [*setting, str(len(row.runs)), *shown, *row.after.values()]
-        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    markdown = "\n".join(lines) + "\n"
-    write_whole(out_dir / f"{stem}.csv", text.getvalue().encode("utf-8"))
-    write_whole(out_dir / f"{stem}.md", markdown.encode("utf-8"))
-    return markdown
 
 
 @dataclass
@@ -138,7 +95,9 @@ def read_run(folder: Path, metric: str) -> Run:
         started = datetime.strptime(environment["started"], "%Y-%m-%dT%H:%M:%S%z").timestamp()
         last = (result_file if result is not None else metrics_file).stat().st_mtime
         numbers["wall_s"] = max(0.0, last - started)
-    status = "finished" if result is not None else "running" if is_alive(environment) else "killed"
+    # A sweep's pruned trial stopped on purpose: pruned.json says at which evaluation and why
+    status = "pruned" if (folder / "pruned.json").is_file() else "finished" if result is not None else None
+    status = status or ("running" if is_alive(environment) else "killed")
     return Run(folder, config, status, curve, numbers)
 
 
@@ -171,7 +130,7 @@ def group(runs: list[Run], metric: str) -> tuple[list[Row], list[str]]:
             for column, value in run.numbers.items():
                 row.numbers.setdefault(column, []).append(value)
         statuses = [run.status for run in row.runs]
-        counts = {s: statuses.count(s) for s in ("finished", "running", "killed") if s in statuses}
+        counts = {s: statuses.count(s) for s in ("finished", "pruned", "running", "killed") if s in statuses}
         status = ", ".join(f"{n} {s}" for s, n in counts.items()) if len(statuses) > 1 else statuses[0]
         row.after = {"runs": " ".join(run.folder.name for run in row.runs), "status": status}
 

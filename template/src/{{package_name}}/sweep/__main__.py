@@ -1,5 +1,12 @@
 """`python -m <package>.sweep`: see runner.py."""
 
+import importlib.util
+import sys
+
+if importlib.util.find_spec("optuna") is None:  # the sweep extra
+    print('error: the sweep needs Optuna: pip install -e ".[sweep]"', file=sys.stderr)
+    raise SystemExit(2)
+
 from .runner import main
 
 raise SystemExit(main())
