@@ -46,6 +46,17 @@ class Datasets:
         return found
 
 
+def check_test_split(saved_info: dict[str, Any], info: dict[str, Any], source: str) -> None:
+    """A DataError when `source` no longer holds out the test samples a run started with (files
+    added, removed or renamed since): resumed, the run could train on samples its test split held."""
+    saved, now = saved_info.get("test_digest"), info.get("test_digest")
+    if saved is not None and now is not None and saved != now:
+        raise DataError(
+            f"{source}: its test split is not the one this run held out (the data changed since the "
+            "run started); train a new run on it, or restore the data as it was"
+        )
+
+
 def choose_batch_size(samples: int, per_step: int) -> tuple[int, str]:
     """data.batch_size=0: (the batch, why) for `samples` training samples when an optimizer step
     takes `per_step` batches (accumulation x processes)."""
