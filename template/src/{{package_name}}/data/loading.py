@@ -16,6 +16,13 @@ from ..runtime.preemption import STOP_SIGNALS
 from ..runtime.seeding import seed_worker
 from .sampling import ResumableSampler
 
+# data.batch_size=0: the largest power of two from DEFAULT_BATCH down to MIN_BATCH that gives the
+# training set MIN_STEPS_PER_EPOCH optimizer steps an epoch: 108 images at 64 made 1 step an epoch,
+# too few to learn from in a bounded number of epochs
+DEFAULT_BATCH = 64
+MIN_BATCH = 8
+MIN_STEPS_PER_EPOCH = 4
+
 
 class DataError(ValueError):
     """A data source that cannot be used, worded as one line naming the file."""
@@ -27,6 +34,44 @@ class Datasets:
     val: Dataset
     info: Any  # what the model must know of the data: an ImageInfo, or the language model's dict
     train_weights: np.ndarray | None = None  # relative draw rates (data.balanced); None: each once
+    # Held out from training and validation alike: best.pt is scored on it once, as the run ends
+    test: Dataset | None = None
+
+    def split(self, name: str) -> Dataset:
+        """The split called `name` ("train", "val" or "test"), or a DataError naming what is there."""
+        found = {"train": self.train, "val": self.val, "test": self.test}.get(name)
+        if found is None:
+            has = "train, val" + (", test" if self.test is not None else "")
+            raise DataError(f"the data has no {name} split (it has {has})")
+        return found
+
+
+def check_test_split(saved_info: dict[str, Any], info: dict[str, Any], source: str) -> None:
+    """A DataError when `source` no longer holds out the test samples a run started with (files
+    added, removed or renamed since): resumed, the run could train on samples its test split held."""
+    saved, now = saved_info.get("test_digest"), info.get("test_digest")
+    if saved is not None and now is not None and saved != now:
+        raise DataError(
+            f"{source}: its test split is not the one this run held out (the data changed since the "
+            "run started); train a new run on it, or restore the data as it was"
+        )
+
+
+def choose_batch_size(samples: int, per_step: int) -> tuple[int, str]:
+    """data.batch_size=0: (the batch, why) for `samples` training samples when an optimizer step
+    takes `per_step` batches (accumulation x processes)."""
+    batch = DEFAULT_BATCH
+    while batch > MIN_BATCH and samples // (batch * per_step) < MIN_STEPS_PER_EPOCH:
+        batch //= 2
+    while batch > 1 and samples < batch * per_step:  # at least one step, if the set allows it
+        batch //= 2
+    if batch == DEFAULT_BATCH:
+        return batch, "the default"
+    steps = samples // (batch * per_step)
+    return batch, (
+        f"a small training set: {samples} samples make {steps} optimizer step(s) an epoch at "
+        f"{batch}, {samples // (DEFAULT_BATCH * per_step)} at the default {DEFAULT_BATCH}"
+    )
 
 
 def init_worker(worker_id: int) -> None:
