@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -199,3 +201,28 @@ def test_a_generated_suite_runs_its_own_package_over_another_of_the_same_name(re
     env["PYTHONPATH"] = str(classifier / "src")
     proc = tm.run_suite(language_model, ["tests/test_resume.py", "-k", "sigterm"], env, 300)
     assert proc.returncode == 0, tm.tail(proc.stdout)
+
+
+def _lint_imports(project: Path) -> subprocess.CompletedProcess[str]:
+    script = Path(sys.executable).with_name("lint-imports")
+    env = {**os.environ, "PYTHONPATH": str(project / "src")}
+    command = [str(script), "--no-cache", "--no-logo"]
+    return subprocess.run(command, cwd=project, env=env, capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("answers", DEFAULTS, ids=lambda a: a["task"])
+def test_import_layers_hold_and_break_when_a_folder_imports_a_command(
+    answers, render_project, tmp_path
+):
+    """The generated import-linter contracts pass as rendered (every render's own test_style runs
+    them too), and fail when a module in a folder imports a command."""
+    project = render_project(answers)
+    assert _lint_imports(project).returncode == 0
+    edited = tmp_path / "project"
+    shutil.copytree(project, edited, ignore=shutil.ignore_patterns("__pycache__"))
+    metrics = edited / "src" / tm.PACKAGE / "record" / "metrics.py"
+    planted = "\nfrom .. import train  # noqa: E402\n"  # record/ importing a command
+    metrics.write_text(metrics.read_text(encoding="utf-8") + planted)
+    broken = _lint_imports(edited)
+    assert broken.returncode != 0
+    assert "folders never import commands BROKEN" in broken.stdout, broken.stdout

@@ -4,6 +4,7 @@ that breaks them fails here too, before a push."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -33,6 +34,19 @@ def test_ruff_format():
     assert proc.returncode == 0, (
         f"ruff format would change files (fix: ruff format .)\n{proc.stdout}{proc.stderr}"
     )
+
+
+def test_imports_keep_the_layers():
+    """import-linter's contracts in pyproject.toml: every import points down the package's layers,
+    and no folder imports a command."""
+    script = Path(sys.executable).with_name("lint-imports")
+    if importlib.util.find_spec("importlinter") is None or not script.exists():
+        pytest.fail("import-linter is not installed: python -m pip install -e '.[dev]'", pytrace=False)
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    proc = subprocess.run(
+        [str(script), "--no-cache", "--no-logo"], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, f"an import breaks the package's layers\n{proc.stdout}{proc.stderr}"
 
 
 def test_one_ruff_version_everywhere():

@@ -5,13 +5,15 @@ from __future__ import annotations
 import atexit
 import multiprocessing
 import signal
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+from ..config import Config
+from ..runtime.distributed import DistEnv
 from ..runtime.preemption import STOP_SIGNALS
 from ..runtime.seeding import seed_worker
 from .sampling import ResumableSampler
@@ -122,3 +124,35 @@ def optimizer_steps_per_epoch(sampler: ResumableSampler, accum_steps: int, sourc
             f"data.batch_size={sampler.batch_size} x optim.accum_steps={accum_steps}{processes}"
         )
     return steps
+
+
+def with_batch_size(
+    cfg: Config, train_samples: int, world_size: int, saved: dict[str, Any] | None = None
+) -> tuple[Config, str]:
+    """`cfg` with the batch size to train at, and why: `data.batch_size` when set; else a resumed
+    run's, or one chosen from the training set. Recorded, as `epochs` is, in config.json and every
+    checkpoint."""
+    if cfg.data.batch_size:
+        return cfg, "set by data.batch_size"
+    if saved is not None:
+        batch, why = saved["config"]["data"]["batch_size"], "chosen as the run started"
+    else:
+        batch, why = choose_batch_size(train_samples, cfg.optim.accum_steps * world_size)
+    return replace(cfg, data=replace(cfg.data, batch_size=batch)), why
+
+
+def make_loaders(
+    cfg: Config, env: DistEnv, datasets: Datasets, num_workers: int
+) -> tuple[ResumableSampler, DataLoader, DataLoader]:
+    """This process's batches: training's in an order that is a function of (seed, epoch),
+    validation's the same bounded subset (val_batches) at every evaluation."""
+    batch = cfg.data.batch_size
+    shared = {"batch_size": batch, "seed": cfg.seed, "rank": env.rank, "world_size": env.world_size}
+    train_sampler = ResumableSampler(len(datasets.train), **shared, weights=datasets.train_weights)
+    limit = cfg.val_batches * batch
+    val_sampler = ResumableSampler(len(datasets.val), **shared, shuffle=False, drop_last=False, limit=limit)
+    train_loader = make_loader(
+        datasets.train, train_sampler, num_workers=num_workers, device=env.device, seed=cfg.seed
+    )
+    val_loader = make_loader(datasets.val, val_sampler, num_workers=0, device=env.device, seed=cfg.seed)
+    return train_sampler, train_loader, val_loader
