@@ -33,8 +33,8 @@ from typing import Any
 from copier.errors import CopierError, InvalidTypeError, UnsafeTemplateError
 from jinja2 import TemplateError, meta
 
+from . import _template
 from ._copier_api import MISSING, AnswersMap, Question, Template, Worker
-from ._template import template_root
 from .errors import AnswersError
 
 _TRUE = {"true", "yes", "y", "on", "1"}
@@ -388,9 +388,10 @@ def _one_line(text: str) -> str:
 
 def bundled(dest: str | Path | None = None) -> Questionnaire:
     """The questions of the template this ptscaffold ships."""
-    return Questionnaire(template_root(), dest)
+    return Questionnaire(_template.template_root(), dest)
 
 
 def template_version(root: Path | None = None) -> str:
     """`template_version` of copier.yml (of the bundled template unless `root` is given)."""
-    return str(Questionnaire(root or template_root()).questions["template_version"].default)
+    questions = Questionnaire(root or _template.template_root()).questions
+    return str(questions["template_version"].default)
