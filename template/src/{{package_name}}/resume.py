@@ -86,7 +86,8 @@ def _apply(args: list[str], saved: dict[str, Any], weights: Path) -> Resumed:
     from, for the refusal of a change that makes another run."""
     cfg = load_config(args, base=config_from_dict(saved))
     changed = changes(saved, cfg)
-    refused = [key for key in changed if key not in SAME_RUN]
+    allowed = [key for key in changed if key in SAME_RUN or same_global_batch(key, cfg, saved, weights)]
+    refused = [key for key in changed if key not in allowed]
     if refused:
         said = ", ".join(f"{key}={changed[key][1]!r} (it was {changed[key][0]!r})" for key in refused)
         raise ConfigError(
@@ -95,6 +96,21 @@ def _apply(args: list[str], saved: dict[str, Any], weights: Path) -> Resumed:
             f"run_name=NEW init_weights={weights} and the new settings"
         )
     return Resumed(cfg, changed)
+
+
+def same_global_batch(key: str, cfg: Config, saved: dict[str, Any], weights: Path) -> bool:
+    """Whether a changed `key` only keeps the global batch on another number of processes: a run
+    saved on 2 processes at data.batch_size=8 goes on on 1 at 16 (checkpoint.map_data_position)."""
+    if key not in ("data.batch_size", "optim.accum_steps"):
+        return False
+    try:
+        run_dir = weights.parents[1]
+        environment = json.loads((run_dir / "environment.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, IndexError):
+        return False
+    before = saved["data"]["batch_size"] * saved["optim"]["accum_steps"] * environment.get("world_size", 1)
+    now = cfg.data.batch_size * cfg.optim.accum_steps * int(os.environ.get("WORLD_SIZE", "1"))
+    return before == now
 
 
 def finished(run_dir: Path, cfg: Config) -> str:
