@@ -498,6 +498,7 @@ def timed_run_args(spec: dict[str, Any], clock: StepClock, batch: int) -> list[s
     directory of its own."""
     return [
         f"data.source={spec['images']}",
+        "data.test_fraction=0",  # the images are sized for a validation share alone
         f"data.batch_size={batch}",
         "data.num_workers=0",
         "threads=1",
@@ -547,6 +548,8 @@ def same_setup(project: SimpleNamespace, cfg: Any, *, plain: bool = False) -> Si
     device = torch.device("cpu")
     torch.manual_seed(cfg.seed)
     datasets = project.data.build_datasets(cfg.data, cfg.seed)
+    if not cfg.data.batch_size:  # 0: chosen from the training set, as the generated train does
+        cfg, _ = project.loading.with_batch_size(cfg, len(datasets.train), 1)
     batches_per_epoch = len(datasets.train) // cfg.data.batch_size
     if plain:
         loader = torch.utils.data.DataLoader(

@@ -127,7 +127,7 @@ def measure(spec: dict[str, Any]) -> dict[str, float]:
     clock = common.StepClock(spec["warmup"], spec["window"])
     cfg = project.config.load_config(
         [f"data.source={spec['source']}", f"data.image_size={spec['size']}",
-         f"max_steps={clock.steps_needed}"]
+         f"max_steps={clock.steps_needed}", "data.batch_size=64", "data.test_fraction=0"]
     )  # fmt: skip
     setup = common.same_setup(project, cfg, plain=spec["contender"] == "naive")
     dataset = setup.loader.dataset

@@ -109,6 +109,7 @@ def measure(spec: dict[str, Any]) -> dict[str, float]:
     run_dir = Path(spec["work"]) / "runs"
     args = [
         f"data.source={spec['images']}",
+        "data.test_fraction=0",  # the images are sized for a validation share alone
         f"data.batch_size={BATCH}",
         "data.num_workers=0",
         "threads=1",  # a near-zero model gains nothing from a second thread, only noise

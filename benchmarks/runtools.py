@@ -63,7 +63,13 @@ def hundred_runs(work: Path, project: Path, package: str, quick: bool) -> Path:
     np.savez(data, images=images, labels=labels)
     runs = work / "compared"
     epochs = "1" if quick else "5"
-    args = [f"data.source={data}", "data.batch_size=16", "model.widths=[8,16]", f"epochs={epochs}"]
+    args = [
+        f"data.source={data}",
+        "data.test_fraction=0",
+        "data.batch_size=16",
+        "model.widths=[8,16]",
+    ]
+    args += [f"epochs={epochs}"]
     args += ["data.num_workers=0", "log_interval=2", f"runs_dir={work / 'one'}", "run_name=real"]
     command(project, package, "train", *args)
     real = work / "one" / "real"
@@ -89,10 +95,13 @@ READ_ONLY = """
 import sys, tempfile, time
 from pathlib import Path
 from PACKAGE import compare
+from PACKAGE.record.tables import write_table
 start = time.perf_counter()
-rows, keys = compare.group([compare.read_run(folder) for folder in compare.find_runs([Path(sys.argv[1])])])
+folders = compare.find_runs([Path(sys.argv[1])])
+metric = compare.monitored(folders)
+rows, keys = compare.group([compare.read_run(folder, metric) for folder in folders], metric)
 header = (keys, "n", compare.NUMBERS, ["runs", "status"])
-compare.write_table(Path(tempfile.mkdtemp()), "compare", "# compare", rows, header)
+write_table(Path(tempfile.mkdtemp()), "compare", "# compare", rows, header)
 print(time.perf_counter() - start)
 """
 

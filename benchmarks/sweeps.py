@@ -48,6 +48,7 @@ def sweep_file(path: Path, source: Path, sampler: str, pruner: str, seed: int, q
         f"seed = {seed}",
         "[fixed]",
         f'data.source = "{source}"',
+        "data.test_fraction = 0",
         f"data.image_size = {size}",
         f"epochs = {epochs}",
         "data.num_workers = 0",

@@ -98,6 +98,8 @@ def measure(spec: dict[str, Any]) -> dict[str, float]:
     setattr(project.data, name, getattr(project.data, name) * scale)
     clock = common.StepClock(spec["warmup"], spec["window"])
     args = [
+        "data.batch_size=64",  # the default before 0 chose it from the data
+        "data.test_fraction=0",
         f"max_steps={clock.steps_needed}",
         f"runs_dir={Path(spec['work']) / 'runs'}",
         f"run_name={spec['contender']}-{Path(spec['out']).stem}",
