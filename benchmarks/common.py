@@ -481,6 +481,7 @@ def import_project(spec: dict[str, Any]) -> SimpleNamespace:
         "data": "data.datasets",
         "device": "runtime.device",
         "loading": "data.loading",
+        "loss": "loss",
         "model": "model",
         "optim": "optim",
         "sampling": "data.sampling",
@@ -575,7 +576,7 @@ def same_setup(project: SimpleNamespace, cfg: Any, *, plain: bool = False) -> Si
     scheduler = project.optim.build_scheduler(optimizer, cfg.optim, total_steps)
     return SimpleNamespace(
         model=model, optimizer=optimizer, scheduler=scheduler, loader=loader,
-        loss_fn=project.model.loss_fn, grad_clip=cfg.optim.grad_clip, steps=total_steps,
+        loss_fn=project.loss.loss_fn, grad_clip=cfg.optim.grad_clip, steps=total_steps,
     )  # fmt: skip
 
 

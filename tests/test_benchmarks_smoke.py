@@ -42,6 +42,7 @@ EXPECTED = {
     "gpt2_finetune": ["ratio", "transformers_tokens_per_s", "project_tokens_per_s"],
     "ema": ["cnn_ratio", "cnn_update_ms", "linear_ratio", "linear_update_ms"],
     "ckpt_save": ["sync_save_s", "async_save_s"],
+    "sweeps": ["ratio", "best_tpe", "best_random"],
     "trackers": [
         f"{tracker}_{figure}"
         for tracker in ("wandb", "mlflow")
