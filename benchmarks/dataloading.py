@@ -157,7 +157,7 @@ def measure(spec: dict[str, Any]) -> dict[str, float]:
     model = project.model.build_model(cfg.model, info)
     optimizer = project.optim.build_optimizer(model, cfg.optim)
     setup = SimpleNamespace(
-        model=model, optimizer=optimizer, loader=loader, loss_fn=project.model.loss_fn,
+        model=model, optimizer=optimizer, loader=loader, loss_fn=project.loss.loss_fn,
         scheduler=project.optim.build_scheduler(optimizer, cfg.optim, steps),
         grad_clip=cfg.optim.grad_clip, steps=steps,
     )  # fmt: skip
