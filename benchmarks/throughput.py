@@ -107,13 +107,13 @@ def measure(spec: dict[str, Any]) -> dict[str, float]:
     cfg = project.config.load_config(args)
     if spec["contender"] == "generated":
         loaders = []
-        real_make_loader = project.train.make_loader
+        real_make_loader = project.loading.make_loader  # make_loaders calls it there
 
         def make_loader(*a: Any, **kw: Any) -> Any:
             loaders.append(real_make_loader(*a, **kw))
             return loaders[-1]
 
-        project.train.make_loader = make_loader  # to report the workers it picked
+        project.loading.make_loader = make_loader  # to report the workers it picked
         common.run_generated(project, args, clock)
         workers = loaders[0].num_workers
     else:
