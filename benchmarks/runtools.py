@@ -90,7 +90,7 @@ def hundred_runs(work: Path, project: Path, package: str, quick: bool) -> Path:
     return runs
 
 
-# Reading the 100 runs and writing the tables (compare.csv and .md), in one process, without the plot
+# Reading the 100 runs and writing the tables (compare.csv and .md) in one process, without a plot
 READ_ONLY = """
 import sys, tempfile, time
 from pathlib import Path

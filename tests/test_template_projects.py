@@ -21,6 +21,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -226,3 +227,45 @@ def test_import_layers_hold_and_break_when_a_folder_imports_a_command(
     broken = _lint_imports(edited)
     assert broken.returncode != 0
     assert "folders never import commands BROKEN" in broken.stdout, broken.stdout
+
+
+@pytest.mark.slow
+def test_sweep_workers_run_each_grid_point_once_in_processes_of_their_own(render_project, tmp_path):
+    """`--workers 2` starts two worker processes of one study (each a new interpreter, which the
+    generated suite leaves to this test to keep itself quick): every grid point runs once, and
+    each worker runs a trial. This process holds trial 0's lock, as a worker running it would,
+    until another trial has finished: the worker that asked for trial 0 waits, the other runs."""
+    import fcntl
+
+    import optuna
+
+    project = render_project(DEFAULTS[0])
+    sweep_file = tmp_path / "grid.toml"
+    sweep_file.write_text(
+        '[fixed]\nepochs = 1\nmax_steps = 2\ndevice = "cpu"\n'
+        "[grid]\noptim.lr = [1e-3, 2e-3, 3e-3]\n",
+        encoding="utf-8",
+    )
+    swept = tmp_path / "sweep"
+    swept.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(project / "src")}
+    command = [sys.executable, "-m", f"{tm.PACKAGE}.sweep", str(sweep_file), "--workers", "2"]
+    with (swept / "trial-000.lock").open("a") as running:
+        fcntl.flock(running, fcntl.LOCK_EX)
+        sweep = subprocess.Popen(
+            [*command, "--dir", str(swept)],
+            cwd=project,
+            env=env,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        while not any(swept.glob("trial-*/result.json")) and sweep.poll() is None:
+            time.sleep(0.05)
+    output, _ = sweep.communicate(timeout=600)
+    assert sweep.returncode == 0, tm.tail(output)
+    storage = f"sqlite:///{swept / 'study.db'}"
+    trials = optuna.load_study(study_name="grid", storage=storage).trials
+    assert sorted(t.params["optim.lr"] for t in trials) == [1e-3, 2e-3, 3e-3], "each point once"
+    assert all(t.state == optuna.trial.TrialState.COMPLETE for t in trials)
+    assert len({t.user_attrs["worker"] for t in trials}) == 2, "one worker ran every trial"
