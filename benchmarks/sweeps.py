@@ -124,7 +124,7 @@ def run(work: Path, quick: bool) -> common.Section:
         "trials have run to their end.",
         "best: the highest `best_val_acc` (the best epoch's validation accuracy) among the "
         "sweep's finished trials; finished and pruned: trial counts; seconds: the sweep "
-        "command's wall time, each trial a fresh training process.",
+        "command's wall time, its trials trained one after another in its worker process.",
         f"Time ratio, TPE + pruning over random: {ratio:.2f} (target <= {TARGET_RATIO}); best "
         f"accuracy, mean over the 3 sweeps: {best_tpe:.4f} against {best_rnd:.4f}.",
     ]
