@@ -90,7 +90,9 @@ def read_run(folder: Path, metric: str) -> Run:
     if speeds:
         numbers["samples_per_s"] = statistics.fmean(speeds)
     environment = json.loads((folder / "environment.json").read_text(encoding="utf-8"))
-    if metrics_file.is_file():
+    if result is not None and "wall_s" in result:  # the whole run's, resumes included
+        numbers["wall_s"] = result["wall_s"]
+    elif metrics_file.is_file():
         # Since this run (or its last resume) started, to its last record
         started = datetime.strptime(environment["started"], "%Y-%m-%dT%H:%M:%S%z").timestamp()
         last = (result_file if result is not None else metrics_file).stat().st_mtime
