@@ -11,8 +11,6 @@ compare.png. Exit codes: 0 done, 2 no run.
 from __future__ import annotations
 
 import json
-import os
-import platform
 import statistics
 import sys
 from dataclasses import dataclass
@@ -23,6 +21,7 @@ from typing import Any
 from .config import MONITORS, NAMING, RESUMES, Config, flatten
 from .record.metrics import read_metrics
 from .record.tables import MISSING, Row, pyplot, save_png, write_table
+from .runtime import is_alive
 from .runtime.commands import command_parser
 
 # Keys every run sets apart from the others, which say nothing of how it trained
@@ -99,23 +98,9 @@ def read_run(folder: Path, metric: str) -> Run:
         numbers["wall_s"] = max(0.0, last - started)
     # A sweep's pruned trial stopped on purpose: pruned.json says at which evaluation and why
     status = "pruned" if (folder / "pruned.json").is_file() else "finished" if result is not None else None
-    status = status or ("running" if is_alive(environment) else "killed")
+    alive = "pid" in environment and is_alive(environment.get("host", ""), environment["pid"])
+    status = status or ("running" if alive else "killed")
     return Run(folder, config, status, curve, numbers)
-
-
-def is_alive(environment: dict[str, Any]) -> bool:
-    """Whether the run's process still runs: presumed so on another host, or on Windows (where
-    os.kill terminates)."""
-    if "pid" not in environment:
-        return False
-    try:
-        if environment.get("host") == platform.node() and os.name == "posix":
-            os.kill(environment["pid"], 0)  # signal 0: only asks whether the process exists
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's
-        pass
-    return True
 
 
 def group(runs: list[Run], metric: str) -> tuple[list[Row], list[str]]:

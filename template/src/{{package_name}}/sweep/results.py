@@ -12,7 +12,7 @@ import optuna
 from optuna.trial import TrialState
 
 from ..record.tables import MISSING, Row, pyplot, save_png, write_table
-from .spec import PACKAGE, Sweep, overrides, run_name, say, value_text
+from .spec import PACKAGE, Sweep, overrides, result, run_name, say, value_text
 
 
 def write_results(study: optuna.Study, sweep: Sweep, sweep_dir: Path) -> None:
@@ -20,9 +20,9 @@ def write_results(study: optuna.Study, sweep: Sweep, sweep_dir: Path) -> None:
     rows, better = [], "higher" if sweep.maximize else "lower"
     for trial in (t for t in trials if t.state == TrialState.COMPLETE):
         runs = [sweep_dir / run_name(trial.number, repeat) for repeat in sweep.repeats]
-        values = [json.loads((run / "result.json").read_text(encoding="utf-8"))[sweep.metric] for run in runs]
         setting = {key: value_text(value) for key, value in trial.params.items()}
-        rows.append(Row(setting, runs, {sweep.metric: values}, {"trial": str(trial.number)}))
+        metric = {sweep.metric: [result(run, sweep.metric) for run in runs]}
+        rows.append(Row(setting, runs, metric, {"trial": str(trial.number)}))
     rows.sort(key=lambda row: (-1 if sweep.maximize else 1) * statistics.fmean(row.numbers[sweep.metric]))
     lines = [f"# Sweep {sweep.file.stem}: {sweep.metric}, {better} is better", ""]
     if rows:

@@ -152,5 +152,9 @@ def run_name(number: int, repeat: dict[str, Any]) -> str:
     )
 
 
+def result(run_dir: Path, metric: str) -> float:
+    return json.loads((run_dir / "result.json").read_text(encoding="utf-8"))[metric]
+
+
 def say(line: str) -> None:
     print(line, flush=True)
