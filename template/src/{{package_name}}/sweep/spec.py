@@ -86,10 +86,13 @@ def parse(path: Path, data: dict[str, Any]) -> Sweep:
         raise SweepError("trials and random.samples must be ints >= 1, prune_after an int >= 0")
     grid = {key: distribution(f"grid.{key}", {"choice": values}) for key, values in tables["grid"].items()}
     space = {key: distribution(f"space.{key}", table) for key, table in tables["space"].items()}
-    monitor = config(fixed, {}, "fixed").monitor  # each value alone, as training builds the config
+    repeats = [{"seed": s} if s is not None else {} for s in seeds]
+    repeats = [{**r, "data.fold": f} for r in repeats for f in range(folds)] if folds else repeats
+    first = {**fixed, **repeats[0]}  # a trial's first run, each value alone, as training builds it
+    monitor = config(first, {}, "fixed").monitor
     for key, dist in {**grid, **space}.items():
         for value in dist.choices if isinstance(dist, CategoricalDistribution) else (dist.low, dist.high):
-            config(fixed, {key: value}, f"{where[key]}.{key}")
+            config(first, {key: value}, f"{where[key]}.{key}")
     if data.get("sampler") == "grid" and space:
         raise SweepError("sampler = 'grid' runs the [grid] alone: choose 'tpe' or 'random' for [space]")
     points = [dict(zip(grid, p, strict=True)) for p in itertools.product(*(d.choices for d in grid.values()))]
@@ -100,8 +103,6 @@ def parse(path: Path, data: dict[str, Any]) -> Sweep:
     options |= {key: data[key] for key in OPTIONS if key in data}
     metric = data.get("metric", f"best_{monitor}")  # the best epoch's, as best.pt keeps it
     maximize = data.get("mode", "max" if MONITORS.get(metric.removeprefix("best_")) else "min") == "max"
-    repeats = [{"seed": s} if s is not None else {} for s in seeds]
-    repeats = [{**r, "data.fold": f} for r in repeats for f in range(folds)] if folds else repeats
     return Sweep(path, options, fixed, points, {**grid, **space}, repeats, metric, maximize)
 
 
