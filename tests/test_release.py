@@ -526,3 +526,34 @@ def test_an_unedited_0_3_0_project_updates_to_exactly_a_fresh_project(
     assert set(statuses.values()) <= {"M", "D", "A"}, statuses
     assert {path for path, status in statuses.items() if status == "D"} == before - fresh.keys()
     assert tracked_tree(project) == fresh
+
+
+LIFTED_IN = "0.4.0"  # the version that moved runtime/parallelize.py up, beside the machinery
+
+
+@pytest.mark.slow
+def test_a_0_3_0_project_keeps_its_edit_of_runtime_parallelize(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+):
+    """0.3.0 kept parallelize.py in runtime/; this version keeps it at the top of the package. A
+    user's note in the old file follows it there, and the old file is gone."""
+    answers = {"distributed": "ddp", "activation_checkpointing": "true"}
+    old, new = "src/proj/runtime/parallelize.py", "src/proj/parallelize.py"
+    assert moves_of(LIFTED_IN) == {old: new}
+    checkout = checkout_release(SLIMMED_FROM, tmp_path_factory)
+    project = make_old_project(checkout, tmp_path / "old" / "proj", answers, SLIMMED_FROM)
+    current = ptscaffold.new(
+        tmp_path / "current" / "proj", data=answers, defaults=True, git=False, quiet=True
+    )
+    fresh = (current / new).read_text()
+    assert (project / old).is_file() and not (project / new).exists()
+    edit_where_unchanged(project / old, current / new, OUR_COMMENT)
+    commit_all(project, "the user's note")
+
+    fresh_caches(monkeypatch, tmp_path)
+    update_without_conflict(project, "ptscaffold", SLIMMED_FROM)
+    assert git(project, "diff", "--name-only", "--diff-filter=U") == ""
+    assert not (project / old).exists(), f"{old} moved to {new}"
+    text = (project / new).read_text()
+    assert OUR_COMMENT in text.splitlines(), f"the note in {old} is in {new}"
+    assert without_our_comment(text) == fresh.splitlines()

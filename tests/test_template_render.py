@@ -613,7 +613,7 @@ MAX_TEMPLATE_CONDITIONALS = 172
 MAX_CONTROL_SHARE = 0.20
 # Not there yet: each parallelize.py (one per strategy) holds activation checkpointing,
 # compilation and timm's static shapes as blocks of a few lines, two of them with an import
-OVER_CONTROL_SHARE = {"runtime/parallelize.py": 0.30}  # each of the three, by what it renders
+OVER_CONTROL_SHARE = {"parallelize.py": 0.30}  # each of the three, by what it renders
 CONDITIONAL = re.compile(r"\{%-?\s*if\b")
 
 
