@@ -61,7 +61,7 @@ def _expected_cost(item: pytest.Item) -> int:
         return 0
     params = getattr(item, "callspec", None)
     answers = params.params.get("answers") if params else None
-    return 2 + template_matrix.suite_cost(answers) if isinstance(answers, dict) else 1
+    return template_matrix.suite_cost(answers) if isinstance(answers, dict) else 1
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

@@ -173,15 +173,17 @@ def required_pairs(names: Sequence[str]) -> set[Pair]:
 def covering_array(
     names: Sequence[str],
     seeds: Iterable[Mapping[str, Any]] = (),
-    cost: Callable[[Mapping[str, Any]], float] = lambda answers: 0,
+    cost: Callable[[Mapping[str, Any]], float] = lambda answers: 1,
     tries: int = 64,
 ) -> list[Answers]:
-    """A small list of valid combinations in which every feasible pair of answers appears.
+    """A cheap list of valid combinations in which every feasible pair of answers appears.
 
-    Greedy: start from `seeds`, then repeatedly add the valid combination covering the most
-    uncovered pairs, the cheapest by `cost` among equals. Remaining ties are broken by a seeded
-    shuffle; of `tries` shuffles the shortest (then cheapest) result wins, so the result is
-    deterministic for a given copier.yml.
+    Greedy by value: start from `seeds`, then repeatedly add the valid combination covering the
+    most uncovered pairs per unit of `cost` (a positive number: what running its suite costs),
+    then drop every added row whose pairs the others hold. Ties are broken by a seeded shuffle;
+    of `tries` shuffles the cheapest result (then the shortest) wins, so the result is
+    deterministic for a given copier.yml. Cheapest, not shortest: a suite with torchrun or
+    torch.compile costs two or three plain ones, and two plain rows can stand in for it.
     """
     candidates = combinations(names)
     index: dict[Pair, int] = {}
@@ -198,26 +200,31 @@ def covering_array(
     for row in seeds:
         start &= ~mask(row)
     costs = [cost(c) for c in candidates]
-    best: tuple[int, float, list[Answers]] | None = None
+    best: tuple[float, int, list[int]] | None = None
     for attempt in range(tries):
         order = list(range(len(candidates)))
         random.Random(attempt).shuffle(order)
-        uncovered, rows = start, list(seeds)
+        uncovered, picked = start, []
         while uncovered:
-            pick = max(order, key=lambda i: ((masks[i] & uncovered).bit_count(), -costs[i]))
-            rows.append(candidates[pick])
+            pick = max(order, key=lambda i: (masks[i] & uncovered).bit_count() / costs[i])
+            picked.append(pick)
             uncovered &= ~masks[pick]
-        score = (len(rows), sum(cost(row) for row in rows), rows)
+        for row in sorted(picked, key=lambda i: -costs[i]):  # the dearest first
+            others = [i for i in picked if i != row]
+            if not start & ~functools.reduce(int.__or__, (masks[i] for i in others), 0):
+                picked = others
+        score = (sum(costs[i] for i in picked), len(picked), picked)
         if best is None or score[:2] < best[:2]:
             best = score
     assert best is not None
-    return best[2]
+    return seeds + [candidates[i] for i in best[2]]
 
 
 def suite_cost(answers: Mapping[str, Any]) -> int:
-    """Rough relative cost of a generated suite: the tests that start torchrun (a few seconds a
-    process group), then torch.compile's few tests (a cold inductor compile on a CPU)."""
-    return 2 * (answers.get("distributed", "none") != "none") + bool(answers.get("compile"))
+    """Rough relative cost of a generated suite: a plain one is 2; the tests that start torchrun
+    (a few seconds a process group) add 2, torch.compile's few tests (a cold inductor compile
+    on a CPU) add 1."""
+    return 2 + 2 * (answers.get("distributed", "none") != "none") + bool(answers.get("compile"))
 
 
 # --- rendering many combinations --------------------------------------------------------------
@@ -345,6 +352,32 @@ def _init_worker(template: str, env: dict[str, str], no_git_bin: str, scratch: s
         return copy.deepcopy(parsed[config_key])
 
     copier._template.load_template_config = load_template_config
+
+    # Copier builds its render context anew for every part of every path it renders (~900 times
+    # a project), merging the answers' seven sources twice each time: a third of a render. While
+    # it renders files the answers are settled, so merge them once per render in that phase
+    # (every caller still gets a dict of its own, as copier gives it).
+    import copier._main
+    from copier._types import Phase
+    from copier._user_data import AnswersMap
+
+    def settled(compute: Callable[[Any], dict[str, Any]]) -> Callable[[Any], dict[str, Any]]:
+        held: dict[int, tuple[Any, dict[str, Any]]] = {}
+
+        def once_per_render(owner: Any) -> dict[str, Any]:
+            if Phase.current() is not Phase.RENDER:
+                return compute(owner)
+            found = held.get(id(owner))
+            if found is None or found[0] is not owner:  # an id reused by a later render's object
+                held.clear()
+                found = held[id(owner)] = (owner, dict(compute(owner)))
+            return dict(found[1])
+
+        return once_per_render
+
+    AnswersMap.combined = property(settled(AnswersMap.combined.fget))
+    remember = copier._main.Worker._answers_to_remember
+    copier._main.Worker._answers_to_remember = settled(remember)
     _WORKER.update(template=Path(template), sent=set(), scratch=scratch)
 
 
