@@ -34,7 +34,7 @@ class DataError(ValueError):
 class Datasets:
     train: Dataset
     val: Dataset
-    info: Any  # what the model must know of the data: data_info.ImageInfo, or the language model's dict
+    info: Any  # what the model must know of the data: data_info.ImageInfo or data_info.TextInfo
     train_weights: np.ndarray | None = None  # relative draw rates (data.balanced); None: each once
     # Held out from training and validation alike: best.pt is scored on it once, as the run ends
     test: Dataset | None = None
