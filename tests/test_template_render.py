@@ -220,6 +220,37 @@ def test_python_byte_compiles(matrix: Matrix):
         _fail("rendered Python that does not compile", problems)
 
 
+def unsafe_loads(source: bytes) -> list[int]:
+    """Lines of `torch.load(...)` calls that do not pass `weights_only=True`."""
+    return [
+        node.lineno
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call)
+        and ast.unparse(node.func) == "torch.load"
+        and not any(
+            k.arg == "weights_only" and isinstance(k.value, ast.Constant) and k.value.value is True
+            for k in node.keywords
+        )
+    ]
+
+
+def test_unsafe_loads_are_found():
+    assert unsafe_loads(b"torch.load(p)\ntorch.load(p, weights_only=False)\n") == [1, 2]
+    assert unsafe_loads(b"torch.load(p, map_location='cpu', weights_only=True)\n") == []
+
+
+def test_every_torch_load_refuses_pickled_code(matrix: Matrix):
+    """The project's rule, in its tests as in its package: `torch.load` with `weights_only=True`
+    (tensors and plain containers), never code from a pickle."""
+    problems = [
+        f"{path}:{line}: torch.load without weights_only=True\n  in {matrix.example(path, sha)}"
+        for path, sha in matrix.distinct(".py")
+        for line in unsafe_loads(matrix.contents[sha])
+    ]
+    if problems:
+        _fail("rendered torch.load calls that may unpickle code", problems)
+
+
 def test_answers_that_are_not_flags_render_no_python(matrix: Matrix, template_snapshot: Path):
     """The questions left out of the rendered combinations (tm.NOT_FLAGS) change no Python file.
 
