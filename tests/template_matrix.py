@@ -291,7 +291,7 @@ _WORKER: dict[str, Any] = {}
 
 
 def _init_worker(template: str, env: dict[str, str], no_git_bin: str, scratch: str | None) -> None:
-    """Set up a render process. Three speed-ups, all confined to these processes:
+    """Set up a render process. Four speed-ups, all confined to these processes:
 
     - git is hidden (PATH is an empty folder). Copier runs `git config core.fileMode` once per
       rendered file to sync executable bits into the destination's git index; a destination
@@ -301,6 +301,7 @@ def _init_worker(template: str, env: dict[str, str], no_git_bin: str, scratch: s
       so without this every render recompiles the same ~400 sources. The memo key holds the
       source and every Environment setting that changes the compiled code.
     - copier.yml is parsed once, not twice per render.
+    - The answers are merged once per render while its files render (see below).
 
     test_template_render checks that these renders equal the ones made without the speed-ups.
     """
