@@ -380,16 +380,18 @@ def test_a_0_2_0_project_keeps_its_edits_of_moved_files(
     files = set(git(project, "ls-files").split())
     moves = moves_of(MOVED_IN)
     dropped = {path for path in files if not (current / path).is_file()}
-    # checkpoint.py is the one checkpoint module again: the 0.3.0 move of it is skipped
-    assert dropped == files & moves.keys() - {"src/proj/checkpoint.py"}, (
+    # checkpoint.py and checkpointer.py are at the top of the package again, where 0.2.0 had
+    # them: the 0.3.0 moves of them into checkpoint/ are skipped
+    back = {"src/proj/checkpoint.py", "src/proj/checkpointer.py"}
+    assert dropped == files & moves.keys() - back, (
         "each 0.2.0 file this version does not render is one the migration moves"
     )
     # ...and lands where this version renders it, but for the modules this version merged into
-    # checkpoint.py (whose move the migration skips), recorder.py and runtime/contexts.py, and the
-    # sharded checkpoints' (FSDP only): the update removes them
+    # checkpoint.py, recorder.py and runtime/contexts.py, and the sharded checkpoints' (FSDP
+    # only): the update removes them
     gone = {path for path in dropped if not (current / moves[path]).is_file()}
     merged = {
-        *("checkpointer.py", "storage.py", "shards.py"),  # into checkpoint.py
+        *("storage.py", "shards.py"),  # into checkpoint.py
         *("progress.py", "runinfo.py"),  # into record/recorder.py
         "profiling.py",  # into runtime/contexts.py
     }
@@ -407,6 +409,9 @@ def test_a_0_2_0_project_keeps_its_edits_of_moved_files(
     recorded = yaml.safe_load((project / ".copier-answers.yml").read_text())
     assert recorded["_commit"] == f"v{ptscaffold.__version__}"
     assert git(project, "diff", "--name-only", "--diff-filter=U") == ""
+    # checkpointer.py, which the user left alone, is updated in place: this version's, whole
+    checkpointer = (package / "checkpointer.py").read_text()
+    assert checkpointer == (current / "src" / "proj" / "checkpointer.py").read_text()
     for old, new in edited.items():
         if old != new:
             assert not (package / old).exists(), f"{old} moved to {new}"

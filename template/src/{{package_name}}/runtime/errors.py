@@ -11,6 +11,11 @@ class ConfigError(ValueError):
     """A configuration problem, worded as one line for the user."""
 
 
+class CheckpointError(RuntimeError):
+    """A checkpoint that cannot be used, worded as one line naming the file. Here, below every
+    module that reads or writes checkpoints, so that each raises the same one."""
+
+
 # How a device setting must be spelled, for the config's check and the device's own
 DEVICE_EXPECTED = "'auto' or a torch device (cpu, cuda, cuda:1, mps)"
 
