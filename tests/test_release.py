@@ -438,21 +438,25 @@ EDITED_FIRST |= {"config.py": "config.py", "train.py": "train.py"}
 
 def note_above_a_shared_definition(old: Path, new: Path, comment: str) -> None:
     """Put `comment` on the line above a top-level `def` or `class` of `old` whose surroundings
-    (the three lines above it, its own line and the next) the new version has too, as a user notes
-    a function: a merge has no reason to conflict there (git merges changes two unchanged lines
-    apart), and ruff formats it as it is."""
+    (the three lines above it, or else the two, its own line and the next) the new version has
+    too, as a user notes a function: a merge has no reason to conflict there (git merges changes
+    two unchanged lines apart), and ruff formats it as it is."""
     ours, theirs = old.read_text().splitlines(), new.read_text().splitlines()
-    shared = {tuple(theirs[i : i + 5]) for i in range(len(theirs) - 4)}
     definitions = ("def ", "class ", "@")
-    at = next(
-        i
-        for i in range(3, len(ours) - 3)
-        if ours[i].startswith(definitions)
-        and not ours[i - 1].startswith("@")
-        and tuple(ours[i - 3 : i + 2]) in shared
-    )
-    ours.insert(at, comment)
-    old.write_text("\n".join(ours) + "\n")
+    for above in (3, 2):
+        shared = {tuple(theirs[i : i + above + 2]) for i in range(len(theirs) - above - 1)}
+        found = [
+            i
+            for i in range(above, len(ours) - 3)
+            if ours[i].startswith(definitions)
+            and not ours[i - 1].startswith("@")
+            and tuple(ours[i - above : i + 2]) in shared
+        ]
+        if found:
+            ours.insert(found[0], comment)
+            old.write_text("\n".join(ours) + "\n")
+            return
+    raise AssertionError(f"{old.name}: no definition whose surroundings {new.name} keeps")
 
 
 @pytest.mark.slow
