@@ -147,8 +147,10 @@ Pair = tuple[tuple[str, Any], tuple[str, Any]]
 # backends sit behind one two-method interface that only the recorder calls, and what they log
 # depends on the task. Only rank 0 may talk to a tracker: the covering-set test checks that each
 # logger meets a distributed project too (pairing it with every distributed answer would add
-# three projects, two of them distributed, to the slowest part of the suite).
-NARROW = {"logger": ("task",)}
+# three projects, two of them distributed, to the slowest part of the suite). slurm writes a
+# sweep's job array (sweep/slurm.py) and a batch script around scripts/launch.sh: neither reads
+# a model, precision or compile flag, and slurm is asked only with a distributed strategy.
+NARROW = {"logger": ("task",), "slurm": ("task", "distributed")}
 
 
 def _paired(a: str, b: str) -> bool:
@@ -180,7 +182,8 @@ def covering_array(
 
     Greedy by value: start from `seeds`, then repeatedly add the valid combination covering the
     most uncovered pairs per unit of `cost` (a positive number: what running its suite costs),
-    then drop every added row whose pairs the others hold. Ties are broken by a seeded shuffle;
+    then drop every added row whose pairs the others hold, or swap it for the cheapest one that
+    holds the pairs only it held. Ties are broken by a seeded shuffle;
     of `tries` shuffles the cheapest result (then the shortest) wins, so the result is
     deterministic for a given copier.yml. Cheapest, not shortest: a suite with torchrun or
     torch.compile costs two or three plain ones, and two plain rows can stand in for it.
@@ -217,14 +220,25 @@ def covering_array(
         if best is None or score[:2] < best[:2]:
             best = score
     assert best is not None
-    return seeds + [candidates[i] for i in best[2]]
+    picked = best[2]
+    for row in sorted(picked, key=lambda i: -costs[i]):  # swap each for a cheaper one that will do
+        others = [i for i in picked if i != row]
+        held = functools.reduce(int.__or__, (masks[i] for i in others), 0)
+        cheaper = [i for i in range(len(candidates)) if costs[i] < costs[row] and not start & ~(held | masks[i])]
+        if cheaper:
+            picked = [*others, min(cheaper, key=lambda i: (costs[i], i))]
+    return seeds + [candidates[i] for i in picked]
 
 
 def suite_cost(answers: Mapping[str, Any]) -> int:
-    """Rough relative cost of a generated suite: a plain one is 2; the tests that start torchrun
-    (a few seconds a process group) add 2, torch.compile's few tests (a cold inductor compile
-    on a CPU) add 1."""
-    return 2 + 2 * (answers.get("distributed", "none") != "none") + bool(answers.get("compile"))
+    """Rough relative cost of a generated suite, in about 20 s on 2 cores (measured, RESULTS 5):
+    a plain one is 2; the tests that start torchrun add 2 (DDP) or 3 (FSDP's sharded saves),
+    torch.compile's tests (a cold inductor compile on a CPU) 1, and 2 more with torchrun, where
+    the launch script's run compiles in every process."""
+    distributed = answers.get("distributed", "none")
+    compiled = bool(answers.get("compile"))
+    torchrun = {"none": 0, "ddp": 2}.get(distributed, 3)
+    return 2 + torchrun + compiled + 2 * (compiled and distributed != "none")
 
 
 # --- rendering many combinations --------------------------------------------------------------
@@ -291,7 +305,7 @@ _WORKER: dict[str, Any] = {}
 
 
 def _init_worker(template: str, env: dict[str, str], no_git_bin: str, scratch: str | None) -> None:
-    """Set up a render process. Four speed-ups, all confined to these processes:
+    """Set up a render process. Five speed-ups, all confined to these processes:
 
     - git is hidden (PATH is an empty folder). Copier runs `git config core.fileMode` once per
       rendered file to sync executable bits into the destination's git index; a destination
@@ -302,6 +316,8 @@ def _init_worker(template: str, env: dict[str, str], no_git_bin: str, scratch: s
       source and every Environment setting that changes the compiled code.
     - copier.yml is parsed once, not twice per render.
     - The answers are merged once per render while its files render (see below).
+    - A part of a path that holds no Jinja is not rendered, and the answers file's path is
+      rendered once per render (see below).
 
     test_template_render checks that these renders equal the ones made without the speed-ups.
     """
@@ -379,6 +395,34 @@ def _init_worker(template: str, env: dict[str, str], no_git_bin: str, scratch: s
     AnswersMap.combined = property(settled(AnswersMap.combined.fget))
     remember = copier._main.Worker._answers_to_remember
     copier._main.Worker._answers_to_remember = settled(remember)
+
+    # Most parts of a template path ("src", "tests", "test_config.py") hold no Jinja: with the
+    # template's delimiters (all start with "{") and no line statements, they render to
+    # themselves, yet copier compiles and renders each in a full context: a third of a render.
+    render_string = copier._main.Worker._render_string
+
+    def plain_parts_as_they_are(self, string, extra_context=None):
+        if "{" not in string:
+            return string
+        return render_string(self, string, extra_context)
+
+    copier._main.Worker._render_string = plain_parts_as_they_are
+
+    # ...and each rendered part is compared with the answers file's path, which copier renders
+    # anew for every comparison (~400 a project); while files render, it is settled too.
+    answers_relpath = copier._main.Worker.answers_relpath.fget
+    relpaths: dict[int, tuple[Any, Path]] = {}
+
+    def answers_relpath_once(owner: Any) -> Path:
+        if Phase.current() is not Phase.RENDER:
+            return answers_relpath(owner)
+        found = relpaths.get(id(owner))
+        if found is None or found[0] is not owner:
+            relpaths.clear()
+            found = relpaths[id(owner)] = (owner, answers_relpath(owner))
+        return found[1]
+
+    copier._main.Worker.answers_relpath = property(answers_relpath_once)
     _WORKER.update(template=Path(template), sent=set(), scratch=scratch)
 
 

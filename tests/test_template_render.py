@@ -11,9 +11,10 @@ checked by content: identical files across combinations are checked once.
 - what a flag renders appears exactly when the flag is on (FOOTPRINTS).
 
 Ruff runs once over a tree of "layers": layer k holds, at its path in a project layout, the k-th
-distinct content of each Python file (the last one for files with fewer), beside the rendered
-pyproject.toml. Each file is therefore linted where it lives in a real project (first-party
-imports resolve the same), under that project's config, and every distinct content is linted.
+distinct content of each Python file that has k of them (an empty file at the paths of the others, as
+ruff's isort tells a first-party module by its file), beside the rendered pyproject.toml. Each file
+is therefore linted where it lives in a real project (first-party imports resolve the same), under
+that project's config, and each distinct content once.
 """
 
 from __future__ import annotations
@@ -340,14 +341,17 @@ def lint_tree(matrix: Matrix, tmp_path_factory: pytest.TempPathFactory) -> LintT
     for layer in range(layers):
         base = root / f"layer-{layer:04d}"
         for path, shas in variants.items():
-            sha = shas[min(layer, len(shas) - 1)]
             target = base / path
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(matrix.contents[sha])
-            files[target.relative_to(root).as_posix()] = (path, sha)
+            if layer < len(shas):
+                target.write_bytes(matrix.contents[shas[layer]])
+                files[target.relative_to(root).as_posix()] = (path, shas[layer])
+            else:  # ruff's isort finds a first-party module by its file: an empty one will do
+                target.touch()
     canaries = {}
     for path, (text, codes) in CANARIES.items():
         target = root / f"layer-{layers - 1:04d}" / path
+        target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)
         canaries[target.relative_to(root).as_posix()] = codes
     return LintTree(root, files, canaries)
