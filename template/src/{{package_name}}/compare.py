@@ -62,11 +62,9 @@ def find_runs(paths: list[Path]) -> list[Path]:
 
 def monitored(folders: list[Path]) -> str:
     """The metric the runs monitor (`monitor` in their config; the most common where they differ)."""
+    configs = [json.loads((folder / "config.json").read_text(encoding="utf-8")) for folder in folders]
     default = Config().monitor  # a run from before `monitor` existed
-    names = [
-        json.loads((folder / "config.json").read_text(encoding="utf-8")).get("monitor", default)
-        for folder in folders
-    ]
+    names = [config.get("monitor", default) for config in configs]
     return max(names, key=names.count)
 
 
@@ -85,8 +83,7 @@ def read_run(folder: Path, metric: str) -> Run:
         numbers["test"] = result[f"test_{metric[4:]}"]
     if result is not None or steps:
         numbers["steps"] = result["step"] if result is not None else max(steps)
-    speeds = [value for _, value in series.get("samples_per_s", [])]
-    if speeds:
+    if speeds := [value for _, value in series.get("samples_per_s", [])]:
         numbers["samples_per_s"] = statistics.fmean(speeds)
     environment = json.loads((folder / "environment.json").read_text(encoding="utf-8"))
     if result is not None and "wall_s" in result:  # the whole run's, resumes included
@@ -111,11 +108,11 @@ def group(runs: list[Run], metric: str) -> tuple[list[Row], list[str]]:
     rows: dict[str, Row] = {}
     for run in runs:
         setting = {key: json.dumps(run.config.get(key)) for key in keys}
-        rows.setdefault(json.dumps(setting), Row(setting, [], {}, {})).runs.append(run)
+        row = rows.setdefault(json.dumps(setting), Row(setting, [], {}, {}))
+        row.runs.append(run)
+        for column, value in run.numbers.items():
+            row.numbers.setdefault(column, []).append(value)
     for row in rows.values():
-        for run in row.runs:
-            for column, value in run.numbers.items():
-                row.numbers.setdefault(column, []).append(value)
         statuses = [run.status for run in row.runs]
         counts = {s: statuses.count(s) for s in ("finished", "pruned", "running", "killed") if s in statuses}
         status = ", ".join(f"{n} {s}" for s, n in counts.items()) if len(statuses) > 1 else statuses[0]
@@ -146,8 +143,7 @@ def write_curves(rows: list[Row], keys: list[str], metric: str, out: Path) -> bo
                 style = "-" if run.status == "finished" else "--"
                 ax.plot(steps, values, style, color=colour, marker="o", markersize=3, label=label)
                 label = None  # one legend entry a row
-    ax.set_xlabel("step")
-    ax.set_ylabel(metric)
+    ax.set(xlabel="step", ylabel=metric)
     if many:
         ax.set_title(f"{len(rows)} rows of compare.md, best (dark) to worst (light)")
     elif ax.get_legend_handles_labels()[0]:

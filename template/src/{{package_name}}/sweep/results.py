@@ -27,25 +27,17 @@ def write_results(study: optuna.Study, sweep: Sweep, sweep_dir: Path) -> None:
     lines = [f"# Sweep {sweep.file.stem}: {sweep.metric}, {better} is better", ""]
     if rows:
         best = overrides({**sweep.fixed, **study.trials[int(rows[0].after["trial"])].params})
-        lines += [
-            "The best trial's settings:",
-            "",
-            f"    {shlex.join(['python', '-m', f'{PACKAGE}.train', *best])}",
-            "",
-        ]
+        command = shlex.join(["python", "-m", f"{PACKAGE}.train", *best])
+        lines += ["The best trial's settings:", "", f"    {command}", ""]
     for trial in (t for t in trials if t.state in (TrialState.PRUNED, TrialState.FAIL, TrialState.RUNNING)):
         records = [sweep_dir / run_name(trial.number, repeat) / "pruned.json" for repeat in sweep.repeats]
         why = [json.loads(r.read_text(encoding="utf-8"))["reason"] for r in records if r.is_file()]
         why += [trial.user_attrs.get("failed", "interrupted: rerun the sweep to continue")]
         params = " ".join(overrides(trial.params))
         lines.append(f"- trial {trial.number} {trial.state.name.lower()} ({params}): {why[0]}")
-    lines += [
-        "",
-        "Each trial's mean ± std over its runs (seeds, folds), best first (exact values: results.csv).",
-    ]
-    write_table(
-        sweep_dir, "results", "\n".join(lines), rows, ([*sweep.space], "runs", [sweep.metric], ["trial"])
-    )
+    note = "Each trial's mean ± std over its runs (seeds, folds), best first (exact values: results.csv)."
+    header = ([*sweep.space], "runs", [sweep.metric], ["trial"])
+    write_table(sweep_dir, "results", "\n".join([*lines, "", note]), rows, header)
     say(f"results: {sweep_dir / 'results.md'} ({len(rows)} of {len(trials)} trials finished)")
     plt = pyplot()
     if plt is None or not trials:

@@ -3,6 +3,7 @@ that names it (configs/sweep.toml describes the keys)."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 from dataclasses import dataclass
@@ -55,11 +56,8 @@ def parse(path: Path, data: dict[str, Any]) -> Sweep:
     for key, value in data.items():
         if key not in TOP:
             raise SweepError(f"unknown key {key!r}{did_you_mean(key, TOP, ' (see configs/sweep.toml)')}")
-        if (
-            not isinstance(value, TOP[key])
-            or isinstance(value, bool)
-            or value not in CHOICES.get(key, [value])
-        ):
+        right_type = isinstance(value, TOP[key]) and not isinstance(value, bool)
+        if not right_type or value not in CHOICES.get(key, [value]):
             wanted = " or ".join(map(repr, CHOICES[key])) if key in CHOICES else f"a {TOP[key].__name__}"
             raise SweepError(f"{key} must be {wanted}, got {value!r}")
     old = dict(data.get("random", {}))  # before [space]: `samples` draws per grid point, from `seed`
@@ -71,9 +69,8 @@ def parse(path: Path, data: dict[str, Any]) -> Sweep:
     for name, table in tables.items():
         for key in table:
             if key in RESERVED or key in where:
-                raise SweepError(
-                    f"{name}.{key}: {'the sweep sets it' if key in RESERVED else f'also in {where[key]}'}"
-                )
+                why = "the sweep sets it" if key in RESERVED else f"also in {where[key]}"
+                raise SweepError(f"{name}.{key}: {why}")
             where[key] = name
     folds, seeds = data.get("folds", 0), data.get("seeds", [None])  # None: the config's own seed
     fixed = {**({"config": data["config"]} if "config" in data else {}), **tables["fixed"]}
@@ -118,11 +115,10 @@ def distribution(where: str, table: Any) -> BaseDistribution:
     if kind == "choice" and values and all(isinstance(v, (str, int, float, list)) for v in values):
         return CategoricalDistribution([json.dumps(v) if isinstance(v, list) else v for v in values])
     if kind != "choice" and len(values) == 2 and all(type(v) in (int, float) for v in values):
-        try:  # integer bounds search integers
+        with contextlib.suppress(ValueError):  # lo > hi, or lo <= 0 on a log scale: refused below
+            # Integer bounds search integers
             number = IntDistribution if all(type(v) is int for v in values) else FloatDistribution
             return number(*values, log=kind == "log_uniform")
-        except ValueError:  # lo > hi, or lo <= 0 on a log scale
-            pass
     wanted = "a non-empty list of values" if kind == "choice" else "[lo, hi] with lo <= hi (lo > 0 for log)"
     raise SweepError(f"{where}.{kind} must be {wanted}, got {args!r}")
 
