@@ -19,11 +19,8 @@ PACKAGE = __package__.rpartition(".")[0]  # the project's package: trials run it
 OPTIONS = {"trials": int, "sampler": str, "seed": int, "pruner": str, "prune_after": int, "storage": str}
 TOP = {"config": str, "metric": str, "mode": str, "seeds": list, "folds": int, **OPTIONS}
 TOP |= dict.fromkeys(("fixed", "grid", "space", "random"), dict)
-CHOICES = {
-    "mode": ("min", "max"),
-    "sampler": ("tpe", "random", "grid"),
-    "pruner": ("median", "hyperband", "none"),
-}
+CHOICES = {"mode": ("min", "max"), "sampler": ("tpe", "random", "grid")}
+CHOICES |= {"pruner": ("median", "hyperband", "none")}
 DISTRIBUTIONS = ("log_uniform", "uniform", "int", "choice")
 # Config keys the sweep sets for every run itself
 RESERVED = ("config", "seed", "data.fold", "data.folds", "runs_dir", "run_name", "resume")
@@ -75,9 +72,8 @@ def parse(path: Path, data: dict[str, Any]) -> Sweep:
     folds, seeds = data.get("folds", 0), data.get("seeds", [None])  # None: the config's own seed
     fixed = {**({"config": data["config"]} if "config" in data else {}), **tables["fixed"]}
     fixed |= {"data.folds": folds} if folds else {}
-    if "seeds" in data and (
-        not seeds or any(type(s) is not int for s in seeds) or len(set(seeds)) < len(seeds)
-    ):
+    # At least one seed, every one an int (not a bool), none twice
+    if "seeds" in data and ({type(s) for s in seeds} != {int} or len(set(seeds)) < len(seeds)):
         raise SweepError(f"seeds must list different ints, like [1, 2, 3], got {seeds!r}")
     if type(samples) is not int or min(samples, data.get("trials", 1)) < 1 or data.get("prune_after", 0) < 0:
         raise SweepError("trials and random.samples must be ints >= 1, prune_after an int >= 0")
@@ -144,9 +140,8 @@ def overrides(values: dict[str, Any]) -> list[str]:
 
 def run_name(number: int, repeat: dict[str, Any]) -> str:
     """Trial `number`'s run of one seed and fold: trial-007, trial-007-seed2-fold0."""
-    return f"trial-{number:03d}" + "".join(
-        f"-{key.rpartition('.')[2]}{value}" for key, value in repeat.items()
-    )
+    tags = "".join(f"-{key.rpartition('.')[2]}{value}" for key, value in repeat.items())
+    return f"trial-{number:03d}{tags}"
 
 
 def result(run_dir: Path, metric: str) -> float:
