@@ -18,27 +18,17 @@ from typing import Any
 from .checkpoint import best_checkpoint, checkpoint_dir, load_checkpoint
 from .config import RESUMES, Config, ConfigError, changes, config_from_dict, load_config
 
+# How long a run trains: a finished run resumed without a change to one of these is done
+LENGTH = {"epochs", "max_steps", "min_steps", "patience"}
 # What a resumed run may change and stay the same run: how long it trains, how often it logs and
 # checkpoints, and where it runs. Anything else (model, data, batch size, optimizer) would make
 # another run under this run's name, its curves and checkpoints a mix of two
 SAME_RUN = {
-    "epochs",
-    "max_steps",
-    "min_steps",
-    "patience",
-    "log_interval",
-    "ckpt_interval",
-    "keep_last",
-    "ckpt_async",
-    "profile",
-    "tracker",
-    "peak_tflops",
-    "data.num_workers",
-    "device",
-    "threads",
+    *LENGTH,
+    *("log_interval", "profile", "tracker", "peak_tflops"),  # logging
+    *("ckpt_interval", "keep_last", "ckpt_async"),  # checkpointing
+    *("data.num_workers", "device", "threads"),  # where it runs
 }
-# ... of which these decide how long it trains: a finished run resumed without them is done
-LENGTH = {"epochs", "max_steps", "min_steps", "patience"}
 
 
 class FinishedRun(Exception):
@@ -70,7 +60,9 @@ def resolve(args: list[str]) -> Resumed:
         if (run_dir / "result.json").is_file() and not LENGTH & resumed.changes.keys():
             raise FinishedRun(finished(run_dir, resumed.config))
         return said(resumed)
-    for run_dir in unfinished_runs(runs):
+    # The runs with a checkpoint and no result, newest checkpoint first
+    found = [d for d in runs.glob("*") if checkpoint_dir(d).is_dir() and not (d / "result.json").is_file()]
+    for run_dir in sorted(found, key=lambda d: checkpoint_dir(d).stat().st_mtime, reverse=True):
         try:
             resumed = _apply(args, read_config(run_dir), best_checkpoint(run_dir))
         except ConfigError:
@@ -103,9 +95,8 @@ def same_global_batch(key: str, cfg: Config, saved: dict[str, Any], weights: Pat
     saved on 2 processes at data.batch_size=8 goes on on 1 at 16 (checkpoint.map_data_position)."""
     if key not in ("data.batch_size", "optim.accum_steps"):
         return False
-    try:
-        run_dir = weights.parents[1]
-        environment = json.loads((run_dir / "environment.json").read_text(encoding="utf-8"))
+    try:  # the run folder's, two levels above its checkpoint
+        environment = json.loads((weights.parents[1] / "environment.json").read_text(encoding="utf-8"))
     except (OSError, ValueError, IndexError):
         return False
     before = saved["data"]["batch_size"] * saved["optim"]["accum_steps"] * environment.get("world_size", 1)
@@ -132,12 +123,6 @@ def read_config(run_dir: Path) -> dict[str, Any]:
     except (OSError, ValueError) as err:
         raise ConfigError(f"cannot read {run_dir / 'config.json'}: {err}") from None
     return {key: value for key, value in saved.items() if key != RESUMES}
-
-
-def unfinished_runs(runs: Path) -> list[Path]:
-    """The runs in `runs` with a checkpoint and no result, newest checkpoint first."""
-    found = [d for d in runs.glob("*") if checkpoint_dir(d).is_dir() and not (d / "result.json").is_file()]
-    return sorted(found, key=lambda d: checkpoint_dir(d).stat().st_mtime, reverse=True)
 
 
 def said(resumed: Resumed) -> Resumed:
