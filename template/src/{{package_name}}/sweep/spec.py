@@ -19,8 +19,11 @@ PACKAGE = __package__.rpartition(".")[0]  # the project's package: trials run it
 OPTIONS = {"trials": int, "sampler": str, "seed": int, "pruner": str, "prune_after": int, "storage": str}
 TOP = {"config": str, "metric": str, "mode": str, "seeds": list, "folds": int, **OPTIONS}
 TOP |= dict.fromkeys(("fixed", "grid", "space", "random"), dict)
-CHOICES = {"mode": ("min", "max"), "sampler": ("tpe", "random", "grid")}
-CHOICES |= {"pruner": ("median", "hyperband", "none")}
+CHOICES = {
+    "mode": ("min", "max"),
+    "sampler": ("tpe", "random", "grid"),
+    "pruner": ("median", "hyperband", "none"),
+}
 DISTRIBUTIONS = ("log_uniform", "uniform", "int", "choice")
 # Config keys the sweep sets for every run itself
 RESERVED = ("config", "seed", "data.fold", "data.folds", "runs_dir", "run_name", "resume")
