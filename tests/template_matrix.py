@@ -182,8 +182,7 @@ def covering_array(
 
     Greedy by value: start from `seeds`, then repeatedly add the valid combination covering the
     most uncovered pairs per unit of `cost` (a positive number: what running its suite costs),
-    then drop every added row whose pairs the others hold, or swap it for the cheapest one that
-    holds the pairs only it held. Ties are broken by a seeded shuffle;
+    then drop every added row whose pairs the others hold. Ties are broken by a seeded shuffle;
     of `tries` shuffles the cheapest result (then the shortest) wins, so the result is
     deterministic for a given copier.yml. Cheapest, not shortest: a suite with torchrun or
     torch.compile costs two or three plain ones, and two plain rows can stand in for it.
@@ -220,25 +219,14 @@ def covering_array(
         if best is None or score[:2] < best[:2]:
             best = score
     assert best is not None
-    picked = best[2]
-    for row in sorted(picked, key=lambda i: -costs[i]):  # swap each for a cheaper one that will do
-        others = [i for i in picked if i != row]
-        held = functools.reduce(int.__or__, (masks[i] for i in others), 0)
-        cheaper = [i for i in range(len(candidates)) if costs[i] < costs[row] and not start & ~(held | masks[i])]
-        if cheaper:
-            picked = [*others, min(cheaper, key=lambda i: (costs[i], i))]
-    return seeds + [candidates[i] for i in picked]
+    return seeds + [candidates[i] for i in best[2]]
 
 
 def suite_cost(answers: Mapping[str, Any]) -> int:
-    """Rough relative cost of a generated suite, in about 20 s on 2 cores (measured, RESULTS 5):
-    a plain one is 2; the tests that start torchrun add 2 (DDP) or 3 (FSDP's sharded saves),
-    torch.compile's tests (a cold inductor compile on a CPU) 1, and 2 more with torchrun, where
-    the launch script's run compiles in every process."""
-    distributed = answers.get("distributed", "none")
-    compiled = bool(answers.get("compile"))
-    torchrun = {"none": 0, "ddp": 2}.get(distributed, 3)
-    return 2 + torchrun + compiled + 2 * (compiled and distributed != "none")
+    """Rough relative cost of a generated suite: a plain one is 2; the tests that start torchrun
+    (a few seconds a process group) add 2, torch.compile's few tests (a cold inductor compile
+    on a CPU) add 1."""
+    return 2 + 2 * (answers.get("distributed", "none") != "none") + bool(answers.get("compile"))
 
 
 # --- rendering many combinations --------------------------------------------------------------
@@ -398,7 +386,7 @@ def _init_worker(template: str, env: dict[str, str], no_git_bin: str, scratch: s
 
     # Most parts of a template path ("src", "tests", "test_config.py") hold no Jinja: with the
     # template's delimiters (all start with "{") and no line statements, they render to
-    # themselves, yet copier compiles and renders each in a full context: a third of a render.
+    # themselves, yet copier compiles and renders each in a full context.
     render_string = copier._main.Worker._render_string
 
     def plain_parts_as_they_are(self, string, extra_context=None):

@@ -467,7 +467,12 @@ def test_edits_of_model_data_config_and_train_survive_and_the_project_passes_its
     """The release check of issue-sized user edits: a project of each earlier release, edited in
     the four files users change first, updates with no conflict (the edits sit where the
     template did not change), every edit is kept at the file's new path, and `ptscaffold update`
-    itself runs the updated project's tests and reports them passing."""
+    itself runs the updated project's tests and reports them passing.
+
+    The updated project's code is a fresh default project's, line for line, but for the notes:
+    the default project's whole suite runs in test_template_projects, so the update runs one
+    test file of it here (PYTEST_ADDOPTS, which the project's pytest reads), enough to show that
+    the update runs the project's tests and reads their result."""
     checkout = checkout_release(version, tmp_path_factory)
     project = make_old_project(checkout, tmp_path / "old" / "proj", {}, version)
     package = project / "src" / "proj"
@@ -478,12 +483,27 @@ def test_edits_of_model_data_config_and_train_survive_and_the_project_passes_its
 
     fresh_caches(monkeypatch, tmp_path)
     monkeypatch.setenv("PYTHONPATH", str(package.parent))  # the tests' Python imports the project
+    monkeypatch.setenv("PYTEST_ADDOPTS", "tests/test_model.py")
     result = invoke("update", str(project))
     assert result.exit_code == 0, result.stdout + result.stderr
     assert "The project's tests pass" in result.stdout, result.stdout + result.stderr
     for old, new in EDITED_FIRST.items():
         assert OUR_COMMENT in (package / new).read_text(), f"the edit of {old} is in {new}"
         assert old == new or not (package / old).exists(), f"{old} moved to {new}"
+    code = {
+        path.relative_to(project).as_posix(): without_our_comment(path.read_text(encoding="utf-8"))
+        for folder in ("src", "tests")
+        for path in sorted((project / folder).rglob("*.py"))
+        if "__pycache__" not in path.parts
+    }
+    fresh = {
+        path.relative_to(current).as_posix(): path.read_text(encoding="utf-8").splitlines()
+        for folder in ("src", "tests")
+        for path in sorted((current / folder).rglob("*.py"))
+        if "__pycache__" not in path.parts
+    }
+    assert code.keys() == fresh.keys()
+    assert [path for path in code if code[path] != fresh[path]] == []
 
 
 # --- a 0.3.0 project, updated to the slimmer template -------------------------------------------
