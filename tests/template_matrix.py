@@ -366,17 +366,20 @@ def _init_worker(template: str, env: dict[str, str], no_git_bin: str, scratch: s
     from copier._types import Phase
     from copier._user_data import AnswersMap
 
-    def settled(compute: Callable[[Any], dict[str, Any]]) -> Callable[[Any], dict[str, Any]]:
-        held: dict[int, tuple[Any, dict[str, Any]]] = {}
+    def settled(
+        compute: Callable[[Any], Any], own: Callable[[Any], Any] = dict
+    ) -> Callable[[Any], Any]:
+        """`compute(owner)` once per render while files render; each caller gets `own(it)`."""
+        held: dict[int, tuple[Any, Any]] = {}
 
-        def once_per_render(owner: Any) -> dict[str, Any]:
+        def once_per_render(owner: Any) -> Any:
             if Phase.current() is not Phase.RENDER:
                 return compute(owner)
             found = held.get(id(owner))
             if found is None or found[0] is not owner:  # an id reused by a later render's object
                 held.clear()
-                found = held[id(owner)] = (owner, dict(compute(owner)))
-            return dict(found[1])
+                found = held[id(owner)] = (owner, own(compute(owner)))
+            return own(found[1])
 
         return once_per_render
 
@@ -397,20 +400,10 @@ def _init_worker(template: str, env: dict[str, str], no_git_bin: str, scratch: s
     copier._main.Worker._render_string = plain_parts_as_they_are
 
     # ...and each rendered part is compared with the answers file's path, which copier renders
-    # anew for every comparison (~400 a project); while files render, it is settled too.
-    answers_relpath = copier._main.Worker.answers_relpath.fget
-    relpaths: dict[int, tuple[Any, Path]] = {}
-
-    def answers_relpath_once(owner: Any) -> Path:
-        if Phase.current() is not Phase.RENDER:
-            return answers_relpath(owner)
-        found = relpaths.get(id(owner))
-        if found is None or found[0] is not owner:
-            relpaths.clear()
-            found = relpaths[id(owner)] = (owner, answers_relpath(owner))
-        return found[1]
-
-    copier._main.Worker.answers_relpath = property(answers_relpath_once)
+    # anew for every comparison (~400 a project); while files render, it is settled too (a Path
+    # cannot change, so every caller may share it).
+    relpath = copier._main.Worker.answers_relpath.fget
+    copier._main.Worker.answers_relpath = property(settled(relpath, own=lambda path: path))
     _WORKER.update(template=Path(template), sent=set(), scratch=scratch)
 
 
