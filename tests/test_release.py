@@ -355,6 +355,16 @@ def without_our_comment(text: str) -> list[str]:
     return [line for line in text.splitlines() if line != OUR_COMMENT]
 
 
+def python_code(project: Path) -> dict[str, list[str]]:
+    """The lines of each Python file under the project's src/ and tests/, without our notes."""
+    return {
+        path.relative_to(project).as_posix(): without_our_comment(path.read_text(encoding="utf-8"))
+        for folder in ("src", "tests")
+        for path in sorted((project / folder).rglob("*.py"))
+        if "__pycache__" not in path.parts
+    }
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("answers", "edited", "through"),
@@ -490,18 +500,7 @@ def test_edits_of_model_data_config_and_train_survive_and_the_project_passes_its
     for old, new in EDITED_FIRST.items():
         assert OUR_COMMENT in (package / new).read_text(), f"the edit of {old} is in {new}"
         assert old == new or not (package / old).exists(), f"{old} moved to {new}"
-    code = {
-        path.relative_to(project).as_posix(): without_our_comment(path.read_text(encoding="utf-8"))
-        for folder in ("src", "tests")
-        for path in sorted((project / folder).rglob("*.py"))
-        if "__pycache__" not in path.parts
-    }
-    fresh = {
-        path.relative_to(current).as_posix(): path.read_text(encoding="utf-8").splitlines()
-        for folder in ("src", "tests")
-        for path in sorted((current / folder).rglob("*.py"))
-        if "__pycache__" not in path.parts
-    }
+    code, fresh = python_code(project), python_code(current)
     assert code.keys() == fresh.keys()
     assert [path for path in code if code[path] != fresh[path]] == []
 
