@@ -235,6 +235,90 @@ def test_import_layers_hold_and_break_when_a_folder_imports_a_command(
     assert "folders never import commands BROKEN" in broken.stdout, broken.stdout
 
 
+# Models of one's own in place of each task's example, as a user writes them in model.py: a
+# `build_model(cfg.model, data_info)` that returns any nn.Module mapping a batch of inputs to the
+# task's outputs, and nothing else of the example
+YOUR_MODELS = {
+    "classification": '''"""A multilayer perceptron on the flattened input."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from .config import ModelConfig
+from .data_info import ImageInfo
+
+
+class MLP(nn.Module):
+    def __init__(self, in_features: int, hidden: int, num_classes: int, dropout: float) -> None:
+        super().__init__()
+        self.layers = nn.Sequential(
+            nn.Flatten(),
+            nn.Linear(in_features, hidden),
+            nn.GELU(),
+            nn.Dropout(dropout),
+            nn.Linear(hidden, num_classes),
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # x: (B, *input shape)
+        return self.layers(x)  # (B, num_classes)
+
+
+def build_model(cfg: ModelConfig, info: ImageInfo) -> nn.Module:
+    return MLP(math.prod(info.input_shape), 64, info.num_classes, cfg.dropout)
+''',
+    "language_model": '''"""A bigram model: the next token's logits from the current token alone."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .config import ModelConfig
+from .data_info import TextInfo
+
+
+class Bigram(nn.Module):
+    def __init__(self, vocab_size: int, dropout: float) -> None:
+        super().__init__()
+        self.table = nn.Embedding(vocab_size, vocab_size)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:  # idx: (B, T)
+        return self.dropout(self.table(idx))  # (B, T, vocab_size)
+
+
+def build_model(cfg: ModelConfig, info: TextInfo) -> nn.Module:
+    return Bigram(info.vocab_size, cfg.dropout)
+''',
+}
+# What tests the example model itself, which the swap replaces: its own tests, and for the
+# language model the loading of GPT-2 weights into its layout
+EXAMPLE_MODEL_TESTS = {
+    "classification": ["tests/test_model.py"],
+    "language_model": ["tests/test_model.py", "tests/test_pretrained.py"],
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("answers", DEFAULTS, ids=lambda a: a["task"])
+def test_a_model_of_your_own_leaves_every_other_test_file_passing(answers, render_project, tmp_path):
+    """model.py replaced, nothing else edited: the machinery's tests (resume, accumulation, FLOPs,
+    export, EMA, sweeps ...) build whatever build_model returns, and pass."""
+    project = tmp_path / "project"
+    shutil.copytree(render_project(answers), project, ignore=shutil.ignore_patterns("__pycache__"))
+    model = YOUR_MODELS[answers["task"]]
+    (project / "src" / tm.PACKAGE / "model.py").write_text(model, encoding="utf-8")
+    skipped = [f"--ignore={path}" for path in EXAMPLE_MODEL_TESTS[answers["task"]]]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    proc = tm.run_suite(project, ["-x", *skipped], env, 900)
+    assert proc.returncode == 0, tm.tail(proc.stdout)
+    assert " passed" in proc.stdout.splitlines()[-1], tm.tail(proc.stdout)
+
+
 @pytest.mark.slow
 def test_sweep_workers_run_each_grid_point_once_in_processes_of_their_own(render_project, tmp_path):
     """`--workers 2` starts two worker processes of one study (each a new interpreter, which the
