@@ -98,6 +98,11 @@ def parse(path: Path, data: dict[str, Any]) -> Sweep:
     options |= {"prune_after": 5, "storage": None, "threads": "threads" in where or "threads" in dict(base)}
     options |= {key: data[key] for key in OPTIONS if key in data}
     metric = data.get("metric", f"best_{monitor}")  # the best epoch's, as best.pt keeps it
+    # What a run's result.json holds: the monitored metric's best, each metric's last value and
+    # the test split's
+    known = [f"best_{monitor}", *MONITORS, *(name.replace("val_", "test_", 1) for name in MONITORS)]
+    if metric not in known:
+        raise SweepError(f"metric must be one of {', '.join(known)}, got {metric!r}")
     maximize = data.get("mode", "max" if MONITORS.get(metric.removeprefix("best_")) else "min") == "max"
     return Sweep(path, options, fixed, points, {**grid, **space}, repeats, metric, maximize)
 
