@@ -186,13 +186,14 @@ def test_every_generated_workflow_validates_against_githubs_schema(render_projec
     project = render_project(tm.default_answers(tm.all_names(), ci_os=ci_os))
     workflows = sorted((project / ".github" / "workflows").glob("*.yml"))
     assert [w.name for w in workflows] == ["template-update.yml", "tests.yml"]
-    # check-jsonschema vendors schemastore's github-workflow schema: no network
-    proc = subprocess.run(
-        [sys.executable, "-m", "check_jsonschema", "--builtin-schema",
-         "vendor.github-workflows", *map(str, workflows)],
-        capture_output=True, text=True,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # check-jsonschema vendors schemastore's github-workflow schema: no network. Its own
+    # require-timeout schema: without timeout-minutes, a hung job holds a runner for six hours
+    for schema in ("vendor.github-workflows", "custom.github-workflows-require-timeout"):
+        proc = subprocess.run(
+            [sys.executable, "-m", "check_jsonschema", "--builtin-schema", schema, *map(str, workflows)],
+            capture_output=True, text=True,
+        )  # fmt: skip
+        assert proc.returncode == 0, schema + ": " + proc.stdout + proc.stderr
     # The workflow runs the script the tests above run, and opens the pull request after it
     workflow = yaml.safe_load((project / WORKFLOW).read_text())
     triggers = workflow[True]  # YAML 1.1 reads the key `on` as True

@@ -34,6 +34,13 @@ def resolve_device(name: str = "auto") -> torch.device:
     return device
 
 
+def adamw_implementation(device: torch.device) -> str:
+    """How AdamW updates weights on `device`: "fused", one kernel a step for all of them, on CUDA
+    (as nanoGPT and torchtitan run it); elsewhere "foreach", a few kernels over lists of tensors,
+    which every device has. environment.json records it."""
+    return "fused" if device.type == "cuda" else "foreach"
+
+
 # Below this a sample is cheaper to load in the training process than to ship from a worker, whose
 # pickling and wake-ups (they preempt torch's threads) cost more than the loading it hides: about
 # the break-even for the default models on two cores. The built-in data takes a quarter of it

@@ -31,8 +31,27 @@ def seed_worker(worker_id: int) -> None:
     random.seed(torch.initial_seed() % 2**32)
 
 
-def capture_rng_state() -> dict[str, Any]:
+def seed_new_rank(seed: int, rank: int) -> None:
+    """Streams of its own for a rank that a resumed checkpoint has none for (it was saved on fewer
+    processes): derived from the run's seed and the rank, so that ranks do not draw alike and a
+    rerun draws the same."""
+    derived = int(np.random.SeedSequence([seed, rank]).generate_state(1)[0])
+    random.seed(derived)
+    np.random.seed(derived)
+    torch.manual_seed(derived)  # the accelerators' too
+
+
+# Devices with a generator of their own besides the CPU's, each behind a torch module of the same
+# name with `get_rng_state(device)` and `set_rng_state(state, device)`
+ACCELERATORS = ("cuda", "mps")
+
+
+def capture_rng_state(device: torch.device | None = None) -> dict[str, Any]:
+    """Python's, numpy's and torch's CPU streams, and `device`'s own where it is an accelerator: a
+    rank draws on its own device alone, so a checkpoint keeps one device stream a rank and
+    resumes on any number of visible devices."""
     kind, keys, pos, has_gauss, cached_gaussian = np.random.get_state()
+    own = device is not None and device.type in ACCELERATORS
     return {
         "python": random.getstate(),
         "numpy": {
@@ -43,15 +62,18 @@ def capture_rng_state() -> dict[str, Any]:
             "cached_gaussian": float(cached_gaussian),
         },
         "torch": torch.get_rng_state(),
-        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+        "device": {device.type: getattr(torch, device.type).get_rng_state(device)} if own else {},
     }
 
 
-def restore_rng_state(state: dict[str, Any]) -> None:
+def restore_rng_state(state: dict[str, Any], device: torch.device | None = None) -> None:
+    """Set the streams `capture_rng_state` took, `device`'s from the saved device of its type. A
+    stream saved on another type of device, or by an earlier version (which kept every GPU's
+    under "cuda"), leaves `device`'s as seeded."""
     random.setstate(state["python"])
     numpy = state["numpy"]
     keys = numpy["keys"].numpy().astype(np.uint32)
     np.random.set_state((numpy["kind"], keys, numpy["pos"], numpy["has_gauss"], numpy["cached_gaussian"]))
     torch.set_rng_state(state["torch"])
-    if state["cuda"] and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
+    if device is not None and device.type in state.get("device", {}):
+        getattr(torch, device.type).set_rng_state(state["device"][device.type], device)
