@@ -77,10 +77,11 @@ def choose_batch_size(samples: int, per_step: int) -> tuple[int, str]:
 
 
 def init_worker(worker_id: int) -> None:
-    """Seed the worker and ignore stop signals: schedulers signal every process of a job, and a
-    worker dead of SIGTERM would abort the main process before its stop checkpoint."""
+    """Seed the worker and ignore stop signals: schedulers signal every process of a job, as a
+    terminal's Ctrl-C does, and a worker dead of one would abort the main process before its stop
+    checkpoint."""
     seed_worker(worker_id)
-    for sig in STOP_SIGNALS:
+    for sig in (*STOP_SIGNALS, signal.SIGINT):
         signal.signal(sig, signal.SIG_IGN)
 
 
