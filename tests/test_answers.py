@@ -256,6 +256,20 @@ def test_no_ci_no_workflow_and_nothing_else_changes(render_project):
 # --- one ruff --------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    "overrides",
+    [{}, {"timm": True}, {"task": "language_model"}],
+    ids=["classification", "timm", "language_model"],
+)
+def test_the_dev_extra_installs_matplotlib_for_the_pngs_the_readme_shows(render_project, overrides):
+    """A project set up with `.[dev]`, as the README says, draws results.png and the run plots."""
+    project = render_project(tm.default_answers(tm.all_names(), **overrides))
+    extras = tomllib.loads((project / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    assert set(extras["plot"]) <= set(extras["dev"]), extras["dev"]
+
+
 def test_pre_commit_and_dev_extra_pin_the_same_ruff_as_these_tests_use(render_project):
     project = render_project(tm.default_answers(tm.all_names()))
     dev = tomllib.loads((project / "pyproject.toml").read_text())["project"][

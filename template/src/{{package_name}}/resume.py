@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .checkpoint import best_checkpoint, checkpoint_dir, load_checkpoint
+from . import TASK
+from .checkpoint import best_checkpoint, check_task, checkpoint_dir, load_checkpoint
 from .config import RESUMES, Config, ConfigError, changes, config_from_dict, load_config
 
 # How long a run trains: a finished run resumed without a change to one of these is done
@@ -50,7 +51,9 @@ def resolve(args: list[str]) -> Resumed:
         return Resumed(cfg, {})
     if cfg.resume != "auto":  # a checkpoint's path: its own config, in a run folder of this line's
         checkpoint = Path(cfg.resume)
-        return said(_apply(args, load_checkpoint(checkpoint, needs=("config",))["config"], checkpoint))
+        state = load_checkpoint(checkpoint, needs=("config",))
+        check_task(state, TASK)  # first: the config of another task's checkpoint does not parse
+        return said(_apply(args, state["config"], checkpoint))
     runs = Path(cfg.runs_dir)
     if cfg.run_name:
         run_dir = runs / cfg.run_name

@@ -149,10 +149,11 @@ def choose_batch_size(samples: int, per_step: int) -> tuple[int, str]:
 
 
 def init_worker(worker_id: int) -> None:
-    """Seed the worker and ignore stop signals: schedulers signal every process of a job, and a
-    worker dead of SIGTERM would abort the main process before its stop checkpoint."""
+    """Seed the worker and ignore stop signals: schedulers signal every process of a job, as a
+    terminal's Ctrl-C does, and a worker dead of one would abort the main process before its stop
+    checkpoint."""
     seed_worker(worker_id)
-    for sig in STOP_SIGNALS:
+    for sig in (*STOP_SIGNALS, signal.SIGINT):
         signal.signal(sig, signal.SIG_IGN)
 
 
@@ -204,12 +205,13 @@ def with_batch_size(
     """`cfg` with the batch size to train at, and why: `data.batch_size` when set; else a resumed
     run's, or one chosen from the training set. Recorded, as `epochs` is, in config.json and every
     checkpoint."""
+    kept = saved and saved["config"]["data"]["batch_size"]
+    # Resumed, a run has its saved settings: its batch size, chosen or set, is in cfg already
+    if kept and cfg.data.batch_size in (0, kept):
+        return replace(cfg, data=replace(cfg.data, batch_size=kept)), "the run's own, kept from its start"
     if cfg.data.batch_size:
         return cfg, "set by data.batch_size"
-    if saved is not None:
-        batch, why = saved["config"]["data"]["batch_size"], "chosen as the run started"
-    else:
-        batch, why = choose_batch_size(train_samples, cfg.optim.accum_steps * world_size)
+    batch, why = choose_batch_size(train_samples, cfg.optim.accum_steps * world_size)
     return replace(cfg, data=replace(cfg.data, batch_size=batch)), why
 
 

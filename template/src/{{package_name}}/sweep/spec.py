@@ -95,8 +95,11 @@ def parse(path: Path, data: dict[str, Any]) -> Sweep:
     base = flatten(read_toml(Path(data["config"]), "config file")) if "config" in data else []
     options = {"trials": len(points) * samples if old else 20 if space else len(points), "seed": seed}
     options |= {"sampler": "random" if old else "tpe", "pruner": "median" if space and not old else "none"}
-    options |= {"prune_after": 5, "storage": None, "threads": "threads" in where or "threads" in dict(base)}
+    options |= {"storage": None, "threads": "threads" in where or "threads" in dict(base)}
     options |= {key: data[key] for key in OPTIONS if key in data}
+    # The median pruner waits for this many trials to end unpruned: 5 would leave a sweep of 8
+    # trials 3 to prune, so a smaller budget waits for a quarter of it
+    options.setdefault("prune_after", min(5, max(1, options["trials"] // 4)))
     metric = data.get("metric", f"best_{monitor}")  # the best epoch's, as best.pt keeps it
     # What a run's result.json holds: the monitored metric's best, each metric's last value and
     # the test split's
