@@ -1,10 +1,15 @@
-"""One-line errors and the pieces of their messages. Free of torch: the config and the sweep use
-them."""
+"""One-line errors and the pieces of their messages, and `Must`, a config rule that says what a
+value must be. Free of torch: the config and the sweep use them."""
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from pydantic import ConfigDict
+from pydantic_core import core_schema
 
 
 class ConfigError(ValueError):
@@ -29,3 +34,25 @@ def did_you_mean(word: str, known: Iterable[str], otherwise: str) -> str:
     """The end of an "unknown ..." message: the known word closest to `word`, else `otherwise`."""
     close = difflib.get_close_matches(word, list(known), n=1)
     return f"; did you mean {close[0]!r}?" if close else otherwise
+
+
+# Every config section's pydantic settings: a NaN or an infinity is a bad value, never a setting
+SECTION = ConfigDict(allow_inf_nan=False)
+
+
+@dataclasses.dataclass(frozen=True)
+class Must:
+    """A rule of one config key that no bound (`ge`, `lt`...) can say, in its declaration:
+    `Annotated[int, Must(lambda v: v == 0 or v >= 2, "0 or an int >= 2")]`. `what` completes
+    "must be" in the key's one-line error and in --help."""
+
+    ok: Callable[[Any], bool]
+    what: str
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: Callable[[Any], Any]) -> Any:
+        return core_schema.no_info_after_validator_function(self._check, handler(source))
+
+    def _check(self, value: Any) -> Any:
+        if not self.ok(value):
+            raise ValueError(self.what)
+        return value
