@@ -525,20 +525,6 @@ def run_generated(project: SimpleNamespace, args: list[str], clock: StepClock) -
         raise BenchmarkError(f"generated train exited with {code}")
 
 
-class PlainIndex:
-    """A generated dataset indexed by plain sample numbers, as a hand-written script indexes it
-    (the generated loader's sampler yields (epoch, index) keys instead)."""
-
-    def __init__(self, dataset: Any) -> None:
-        self.dataset = dataset
-
-    def __len__(self) -> int:
-        return len(self.dataset)
-
-    def __getitem__(self, index: int) -> Any:
-        return self.dataset[(0, index)]
-
-
 def same_setup(project: SimpleNamespace, cfg: Any, *, plain: bool = False) -> SimpleNamespace:
     """What the generated `train` builds before its loop (data, model, optimizer, schedule), for
     a baseline loop. By default with the generated loader and threads, so that the baseline
@@ -548,13 +534,13 @@ def same_setup(project: SimpleNamespace, cfg: Any, *, plain: bool = False) -> Si
 
     device = torch.device("cpu")
     torch.manual_seed(cfg.seed)
-    datasets = project.data.build_datasets(cfg.data, cfg.seed)
+    datasets = project.data.build_datasets(cfg.data)
     if not cfg.data.batch_size:  # 0: chosen from the training set, as the generated train does
         cfg, _ = project.loading.with_batch_size(cfg, len(datasets.train), 1)
     batches_per_epoch = len(datasets.train) // cfg.data.batch_size
     if plain:
         loader = torch.utils.data.DataLoader(
-            PlainIndex(datasets.train), batch_size=cfg.data.batch_size, shuffle=True, drop_last=True
+            datasets.train, batch_size=cfg.data.batch_size, shuffle=True, drop_last=True
         )
     else:
         workers, threads = project.device.cpu_budget(

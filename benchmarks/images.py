@@ -131,7 +131,7 @@ def measure(spec: dict[str, Any]) -> dict[str, float]:
     )  # fmt: skip
     setup = common.same_setup(project, cfg, plain=spec["contender"] == "naive")
     dataset = setup.loader.dataset
-    dataset = getattr(dataset, "dataset", dataset)  # the naive loader wraps it in PlainIndex
+    dataset = getattr(dataset, "dataset", dataset)  # the generated loader wraps it (SeededSamples)
     ms_per_sample = project.device.seconds_per_sample(dataset) * 1e3
     common.hand_written_loop(setup, clock)
     return {

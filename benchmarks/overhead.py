@@ -120,8 +120,8 @@ def measure(spec: dict[str, Any]) -> dict[str, float]:
     ]
     real_build_datasets = project.train.build_datasets
 
-    def without_augmentation(cfg: Any, seed: int) -> Any:
-        datasets = real_build_datasets(cfg, seed)
+    def without_augmentation(cfg: Any) -> Any:
+        datasets = real_build_datasets(cfg)
         datasets.train.augment = False  # a cheap batch: the loop, not the data, is measured
         return datasets
 

@@ -305,7 +305,9 @@ EXAMPLE_MODEL_TESTS = {
 
 @pytest.mark.slow
 @pytest.mark.parametrize("answers", DEFAULTS, ids=lambda a: a["task"])
-def test_a_model_of_your_own_leaves_every_other_test_file_passing(answers, render_project, tmp_path):
+def test_a_model_of_your_own_leaves_every_other_test_file_passing(
+    answers, render_project, tmp_path
+):
     """model.py replaced, nothing else edited: the machinery's tests (resume, accumulation, FLOPs,
     export, EMA, sweeps ...) build whatever build_model returns, and pass."""
     project = tmp_path / "project"

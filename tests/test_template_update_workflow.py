@@ -190,7 +190,8 @@ def test_every_generated_workflow_validates_against_githubs_schema(render_projec
     # require-timeout schema: without timeout-minutes, a hung job holds a runner for six hours
     for schema in ("vendor.github-workflows", "custom.github-workflows-require-timeout"):
         proc = subprocess.run(
-            [sys.executable, "-m", "check_jsonschema", "--builtin-schema", schema, *map(str, workflows)],
+            [sys.executable, "-m", "check_jsonschema", "--builtin-schema", schema,
+             *map(str, workflows)],
             capture_output=True, text=True,
         )  # fmt: skip
         assert proc.returncode == 0, schema + ": " + proc.stdout + proc.stderr
