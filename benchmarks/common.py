@@ -479,6 +479,7 @@ def import_project(spec: dict[str, Any]) -> SimpleNamespace:
     modules = {
         "config": "config",
         "data": "data.datasets",
+        "data_info": "data_info",
         "device": "runtime.device",
         "loading": "data.loading",
         "loss": "loss",

@@ -153,7 +153,9 @@ def measure(spec: dict[str, Any]) -> dict[str, float]:
         workers = 0
         loader = DataLoader(dataset, batch_size=BATCH, shuffle=True)
     torch.manual_seed(0)
-    info = {"in_channels": 3, "image_size": side, "num_classes": 10}
+    info = project.data_info.ImageInfo.from_dict(
+        {"in_channels": 3, "image_size": side, "num_classes": 10}
+    )
     model = project.model.build_model(cfg.model, info)
     optimizer = project.optim.build_optimizer(model, cfg.optim)
     setup = SimpleNamespace(

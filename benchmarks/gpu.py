@@ -90,7 +90,9 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     cfg = project.config.load_config([*sizes, f"data.block_size={shape['block_size']}"])
     torch.manual_seed(0)
     info = {"vocab_size": VOCAB, "block_size": shape["block_size"]}
-    model = project.model.build_model(cfg.model, info).to(device)
+    model = project.model.build_model(cfg.model, project.data_info.TextInfo.from_dict(info)).to(
+        device
+    )
     params = sum(p.numel() for p in model.parameters())
     optimizer = project.optim.build_optimizer(model, cfg.optim)
     precision = importlib.import_module(f"{spec['package']}.runtime.precision").Precision(
@@ -111,7 +113,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
             project.step.train_step(step_model, optimizer, [(x, y)], device, grad_clip, precision)
     tokens_per_s = shape["batch"] * shape["block_size"] / clock.seconds_per_step()
     with torch.device("meta"):  # counted on a twin: nothing computed
-        twin = project.model.build_model(cfg.model, info)
+        twin = project.model.build_model(cfg.model, project.data_info.TextInfo.from_dict(info))
         sample = torch.zeros(1, shape["block_size"], dtype=torch.long)
     flops = throughput.train_flops_per_sample(twin, sample) / shape["block_size"]  # per token
     computes_in = throughput.float32_precision(device) if mode == "fp32" else "bf16"

@@ -245,7 +245,9 @@ def hand_written(spec: dict[str, Any]) -> dict[str, float]:
     root, size = Path(spec["source"]), spec["size"]
     train_set = ImageFolder(root / "train", TrainTransform(size))
     val_set = ImageFolder(root / "val", ValTransform(size))
-    info = {"image_size": size, "in_channels": 3, "num_classes": len(train_set.classes)}
+    info = project.data_info.ImageInfo.from_dict(
+        {"image_size": size, "in_channels": 3, "num_classes": len(train_set.classes)}
+    )
     model = project.model.build_model(project.config.ModelConfig(), info)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     loader = torch.utils.data.DataLoader(train_set, batch_size=64, shuffle=True, num_workers=2)
