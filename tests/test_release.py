@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 from io import BytesIO
 from pathlib import Path
 
@@ -447,26 +448,34 @@ EDITED_FIRST |= {"config.py": "config.py", "train.py": "train.py"}
 
 
 def note_above_a_shared_definition(old: Path, new: Path, comment: str) -> None:
-    """Put `comment` on the line above a top-level `def` or `class` of `old` whose surroundings
-    (the three lines above it, or else the two, its own line and the next) the new version has
-    too, as a user notes a function: a merge has no reason to conflict there (git merges changes
-    two unchanged lines apart), and ruff formats it as it is."""
+    """Put `comment` on the line above a top-level `def` or `class` of `old`, as a user notes a
+    function, at the first such place that a three-way merge (`git merge-file`, as the update
+    merges) carries into `new` without a conflict: a place the template did not change. Places
+    whose three lines above the new version keeps too come first; ruff formats the note as it is."""
     ours, theirs = old.read_text().splitlines(), new.read_text().splitlines()
     definitions = ("def ", "class ", "@")
-    for above in (3, 2):
-        shared = {tuple(theirs[i : i + above + 2]) for i in range(len(theirs) - above - 1)}
-        found = [
-            i
-            for i in range(above, len(ours) - 3)
-            if ours[i].startswith(definitions)
-            and not ours[i - 1].startswith("@")
-            and tuple(ours[i - above : i + 2]) in shared
-        ]
-        if found:
-            ours.insert(found[0], comment)
-            old.write_text("\n".join(ours) + "\n")
-            return
-    raise AssertionError(f"{old.name}: no definition whose surroundings {new.name} keeps")
+    candidates = [
+        i
+        for i in range(3, len(ours) - 3)
+        if ours[i].startswith(definitions) and not ours[i - 1].startswith("@")
+    ]
+    shared = {tuple(theirs[i : i + 5]) for i in range(len(theirs) - 4)}
+    candidates.sort(key=lambda i: tuple(ours[i - 3 : i + 2]) not in shared)
+    with tempfile.TemporaryDirectory() as scratch:
+        base, mine, template = (Path(scratch) / name for name in ("base", "mine", "template"))
+        base.write_text(old.read_text())
+        template.write_text(new.read_text())
+        for i in candidates:
+            noted = "\n".join([*ours[:i], comment, *ours[i:]]) + "\n"
+            mine.write_text(noted)
+            merge = subprocess.run(
+                ["git", "merge-file", "-p", "-q", str(mine), str(base), str(template)],
+                capture_output=True,
+            )
+            if merge.returncode == 0:
+                old.write_text(noted)
+                return
+    raise AssertionError(f"{old.name}: no definition whose note merges into {new.name} cleanly")
 
 
 @pytest.mark.slow
