@@ -5,7 +5,7 @@ from __future__ import annotations
 import atexit
 import multiprocessing
 import signal
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -41,6 +41,9 @@ class Datasets:
     train_weights: np.ndarray | None = None  # relative draw rates (data.balanced); None: each once
     # Held out from training and validation alike: best.pt is scored on it once, as the run ends
     test: Dataset | None = None
+    # Data keys resolved from the data (data.image_size=0: the size chosen from the files): the run
+    # records them in config.json, so that a resume reads the data as its start did
+    chosen: dict[str, Any] = field(default_factory=dict)
 
     def split(self, name: str) -> Dataset:
         """The split called `name` ("train", "val" or "test"), or a DataError naming what is there."""
