@@ -41,9 +41,9 @@ class Datasets:
     train_weights: np.ndarray | None = None  # relative draw rates (data.balanced); None: each once
     # Held out from training and validation alike: best.pt is scored on it once, as the run ends
     test: Dataset | None = None
-    # Data keys resolved from the data (data.image_size=0: the size chosen from the files): the run
-    # records them in config.json, so that a resume reads the data as its start did
-    chosen: dict[str, Any] = field(default_factory=dict)
+    # Data keys as the data resolved them, key: (value, why); data.image_size=0 is chosen from the
+    # files. The run records them in config.json, as the batch size, so that a resume keeps them
+    chosen: dict[str, tuple[Any, str]] = field(default_factory=dict)
 
     def split(self, name: str) -> Dataset:
         """The split called `name` ("train", "val" or "test"), or a DataError naming what is there."""
@@ -152,6 +152,15 @@ def with_batch_size(
         return cfg, "set by data.batch_size"
     batch, why = choose_batch_size(train_samples, cfg.optim.accum_steps * world_size)
     return replace(cfg, data=replace(cfg.data, batch_size=batch)), why
+
+
+def with_chosen(cfg: Config, datasets: Datasets, saved: dict[str, Any] | None = None) -> Config:
+    """`cfg` with the data keys as `datasets` resolved them (`Datasets.chosen`); a resumed run's
+    are its own, kept from its start (resume.py gives it its saved settings), and said so."""
+    kept = saved["config"]["data"] if saved else {}
+    for key, (value, why) in datasets.chosen.items():
+        datasets.chosen[key] = (value, "the run's own, kept from its start" if kept.get(key) == value else why)
+    return replace(cfg, data=replace(cfg.data, **{key: value for key, (value, _) in datasets.chosen.items()}))
 
 
 def make_loaders(
