@@ -159,8 +159,10 @@ def with_chosen(cfg: Config, datasets: Datasets, saved: dict[str, Any] | None = 
     are its own, kept from its start (resume.py gives it its saved settings), and said so."""
     kept = saved["config"]["data"] if saved else {}
     for key, (value, why) in datasets.chosen.items():
-        datasets.chosen[key] = (value, "the run's own, kept from its start" if kept.get(key) == value else why)
-    return replace(cfg, data=replace(cfg.data, **{key: value for key, (value, _) in datasets.chosen.items()}))
+        if kept.get(key) == value:
+            datasets.chosen[key] = (value, "the run's own, kept from its start")
+    values = {key: value for key, (value, _) in datasets.chosen.items()}
+    return replace(cfg, data=replace(cfg.data, **values))
 
 
 def make_loaders(
