@@ -158,7 +158,7 @@ def with_chosen(cfg: Config, datasets: Datasets, saved: dict[str, Any] | None = 
     """`cfg` with the data keys as `datasets` resolved them (`Datasets.chosen`); a resumed run's
     are its own, kept from its start (resume.py gives it its saved settings), and said so."""
     kept = saved["config"]["data"] if saved else {}
-    for key, (value, why) in datasets.chosen.items():
+    for key, (value, _) in datasets.chosen.items():
         if kept.get(key) == value:
             datasets.chosen[key] = (value, "the run's own, kept from its start")
     values = {key: value for key, (value, _) in datasets.chosen.items()}
