@@ -14,6 +14,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from ..config import Config
 from ..runtime.distributed import DistEnv
+from ..runtime.errors import DataError
 from ..runtime.preemption import STOP_SIGNALS
 from ..runtime.seeding import seed_worker
 from .sampling import ResumableSampler, SeededSamples
@@ -24,10 +25,6 @@ from .sampling import ResumableSampler, SeededSamples
 DEFAULT_BATCH = 64
 MIN_BATCH = 8
 MIN_STEPS_PER_EPOCH = 4
-
-
-class DataError(ValueError):
-    """A data source that cannot be used, worded as one line naming the file."""
 
 
 @dataclass

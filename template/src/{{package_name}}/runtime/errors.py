@@ -16,6 +16,11 @@ class ConfigError(ValueError):
     """A configuration problem, worded as one line for the user."""
 
 
+class DataError(ValueError):
+    """A data source that cannot be used, worded as one line naming the file. Here, free of torch,
+    so that preparing a corpus (the language model's prepare) needs numpy alone."""
+
+
 class CheckpointError(RuntimeError):
     """A checkpoint that cannot be used, worded as one line naming the file. Here, below every
     module that reads or writes checkpoints, so that each raises the same one."""
