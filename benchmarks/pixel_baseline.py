@@ -83,7 +83,7 @@ def accuracy(model: torch.nn.Linear, x: torch.Tensor, y: torch.Tensor) -> float:
         return (model(x).argmax(1) == y).float().mean().item()
 
 
-def baseline(root: Path, size: int = 32, seed: int = 0) -> dict:
+def baseline(root: Path, size: int = 32, seed: int = 0, l2_grid: tuple = L2_GRID) -> dict:
     classes = sorted(p.name for p in (root / "train").iterdir() if p.is_dir())
     train_paths, train_y = files(root / "train", classes)
     val_paths, val_y = files(root / "val", classes)
@@ -101,11 +101,11 @@ def baseline(root: Path, size: int = 32, seed: int = 0) -> dict:
         held[index[: round(len(index) * HOLDOUT)]] = True
     held_t = torch.from_numpy(held)
     scores = {}
-    for l2 in L2_GRID:
+    for l2 in l2_grid:
         torch.manual_seed(seed)
         model = fit(tx[~held_t], ty[~held_t], len(classes), l2)
         scores[l2] = accuracy(model, tx[held_t], ty[held_t])
-    best = max(L2_GRID, key=lambda l2: (scores[l2], l2))  # ties: the stronger regularisation
+    best = max(l2_grid, key=lambda l2: (scores[l2], l2))  # ties: the stronger regularisation
     model = fit(tx, ty, len(classes), best)
     return {
         "set": root.name,

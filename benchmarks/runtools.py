@@ -35,6 +35,9 @@ from benchmarks import common
 RATES = [1e-4 * 10 ** (i / 8) for i in range(25)]  # 1e-4 to 1e-1
 SEEDS = [1, 2, 3, 4]
 TARGET_S = 2.0
+# --quick: each command timed once, not best of 3, and the finder's range test in 40 steps, not
+# its default 100 (still enough for the loss to fall, so that it suggests a rate)
+QUICK_FINDER_STEPS = 40
 
 
 def command(project: Path, package: str, module: str, *args: str) -> tuple[str, float]:
@@ -106,11 +109,11 @@ print(time.perf_counter() - start)
 """
 
 
-def time_reading(project: Path, package: str, runs: Path) -> float:
+def time_reading(project: Path, package: str, runs: Path, tries: int) -> float:
     env = {**os.environ, "PYTHONPATH": str(project / "src")}
     code = READ_ONLY.replace("PACKAGE", package)
     times = []
-    for _ in range(3):
+    for _ in range(tries):
         done = subprocess.run(
             [sys.executable, "-c", code, str(runs)], env=env, capture_output=True, text=True
         )
@@ -118,9 +121,9 @@ def time_reading(project: Path, package: str, runs: Path) -> float:
     return min(times)
 
 
-def time_compare(project: Path, package: str, runs: Path) -> tuple[float, str]:
+def time_compare(project: Path, package: str, runs: Path, tries: int) -> tuple[float, str]:
     times, out = [], ""
-    for _ in range(3):
+    for _ in range(tries):
         out, seconds = command(
             project, package, "compare", str(runs), "--out", str(runs.parent / "table")
         )
@@ -129,11 +132,12 @@ def time_compare(project: Path, package: str, runs: Path) -> tuple[float, str]:
 
 
 def finder_against_default(
-    project: Path, package: str, work: Path, name: str, args: list[str]
+    project: Path, package: str, work: Path, name: str, args: list[str], finder: list[str]
 ) -> dict:
-    """The suggested rate, and the final val_acc of the default command at each rate."""
+    """The suggested rate (`finder`: the finder's own options, put before the settings, after
+    which its parser takes no option), and the final val_acc of the default command at each rate."""
     runs = work / "runs" / name
-    out, _ = command(project, package, "lr_find", *args, f"runs_dir={runs}")
+    out, _ = command(project, package, "lr_find", *finder, *args, f"runs_dir={runs}")
     suggested = float(out.strip().splitlines()[-1].removeprefix("optim.lr="))
     found = {"suggested": suggested}
     for who, rate in (("default", None), ("suggested", suggested)):
@@ -153,8 +157,9 @@ def run(work: Path, quick: bool) -> common.Section:
 
     project, package = common.render(work, "classification")
     runs = hundred_runs(work, project, package, quick)
-    seconds, printed = time_compare(project, package, runs)
-    reading = time_reading(project, package, runs)
+    tries = 1 if quick else 3
+    seconds, printed = time_compare(project, package, runs, tries)
+    reading = time_reading(project, package, runs, tries)
     rows = [
         ["compare, 100 runs (25 settings x 4 seeds)", "the command", "", "", "", f"{seconds:.2f}"],
         ["compare, 100 runs", "reading and the tables alone", "", "", "", f"{reading:.2f}"],
@@ -162,12 +167,13 @@ def run(work: Path, quick: bool) -> common.Section:
     figures = {"compare_100_s": seconds, "compare_read_s": reading}
     figures["compare_rows"] = float(printed.count("| run-"))
     tiny = ["epochs=1", "max_steps=3", "data.batch_size=16", "model.widths=[8,16]"] if quick else []
+    finder = ["--steps", str(QUICK_FINDER_STEPS)] if quick else []
     sets = {"builtin": ["data.source=builtin"]}
     if not quick and all(map(common.has_module, realimages.NEEDS["photos"])):
         imagesets.build(work / "imagesets", "photos")
         sets["photos"] = [f"data.source={work / 'imagesets' / 'photos'}", "data.image_size=32"]
     for name, args in sets.items():
-        found = finder_against_default(project, package, work, name, [*args, *tiny])
+        found = finder_against_default(project, package, work, name, [*args, *tiny], finder)
         for who in ("default", "suggested"):
             rows.append(
                 [f"lr_find, {name}", who, f"{found[f'{who}_lr']:.2g}",

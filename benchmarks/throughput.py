@@ -28,20 +28,28 @@ CONTENDERS = ["hand-written", "generated"]
 # adaptive ones, a process's allocation history can make every step fault its activations back
 # in (a fifth of the step time), in either contender and by chance
 MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(1 << 30)}
+BATCH = 64  # the default before 0 chose it from the data
+# --quick: one warm-up step and the fewest timed steps a median needs, batches of 16 on the
+# built-in data as it is (the few steps fit an epoch), one validation batch, forked children:
+# it proves the benchmark runs, not the figure
+QUICK = dict(warmup=1, window=2, batch=16, args=["val_batches=1"])
 
 
 def run(work: Path, quick: bool) -> common.Section:
     repeats = 1 if quick else 5
     rows, figures, loads = [], {}, {}
     for task, (warmup, window) in WINDOWS.items():
-        if quick:
-            warmup, window = 2, 4
         project, package = common.render(work, task)
-        spec = dict(work=str(work), project=str(project), package=package)
+        spec = dict(work=str(work), project=str(project), package=package, batch=BATCH, args=[])
         spec |= dict(warmup=warmup, window=window, data_scale=DATA_SCALE[task])
+        if quick:
+            spec |= QUICK | dict(data_scale=(DATA_SCALE[task][0], 1))
         # In new interpreters, as a user's run starts: a forked child's inherited heap slowed
-        # the generated run's steps by a fifth here, and a fresh process's not at all
-        results = common.compare("throughput", spec, CONTENDERS, repeats, fresh=True, env=MALLOC)
+        # the generated run's steps by a fifth here, and a fresh process's not at all (--quick
+        # forks them, a few seconds sooner: its figures mean nothing anyway)
+        results = common.compare(
+            "throughput", spec, CONTENDERS, repeats, fresh=not quick, env=MALLOC
+        )
         loads |= {f"{task} {c}": runs for c, runs in results.items()}
         ratios = common.paired(results, "samples_per_s", "generated", "hand-written")
         step_ratios = common.paired(
@@ -98,8 +106,9 @@ def measure(spec: dict[str, Any]) -> dict[str, float]:
     setattr(project.data, name, getattr(project.data, name) * scale)
     clock = common.StepClock(spec["warmup"], spec["window"])
     args = [
-        "data.batch_size=64",  # the default before 0 chose it from the data
+        f"data.batch_size={spec['batch']}",
         "data.test_fraction=0",
+        *spec["args"],
         f"max_steps={clock.steps_needed}",
         f"runs_dir={Path(spec['work']) / 'runs'}",
         f"run_name={spec['contender']}-{Path(spec['out']).stem}",

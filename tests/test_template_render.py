@@ -11,10 +11,10 @@ checked by content: identical files across combinations are checked once.
 - what a flag renders appears exactly when the flag is on (FOOTPRINTS).
 
 Ruff runs once over a tree of "layers": layer k holds, at its path in a project layout, the k-th
-distinct content of each Python file that has k of them (an empty file at the paths of the others, as
-ruff's isort tells a first-party module by its file), beside the rendered pyproject.toml. Each file
-is therefore linted where it lives in a real project (first-party imports resolve the same), under
-that project's config, and each distinct content once.
+distinct content of each Python file that has k of them (an empty file at the paths of the others,
+as ruff's isort tells a first-party module by its file), beside the rendered pyproject.toml. Each
+file is therefore linted where it lives in a real project (first-party imports resolve the same),
+under that project's config, and each distinct content once.
 """
 
 from __future__ import annotations
@@ -679,7 +679,8 @@ def test_the_template_reads_as_python(record_property: Callable[..., None]):
     worst = max(shares, key=shares.__getitem__)
     record_property(
         tm.TIMING,
-        f"{conditionals} {{% if %}} in template/src; most control lines: {shares[worst]:.1%} in {worst}",
+        f"{conditionals} {{% if %}} in template/src; "
+        f"most control lines: {shares[worst]:.1%} in {worst}",
     )
     assert conditionals <= MAX_TEMPLATE_CONDITIONALS
     assert over == {}
