@@ -64,10 +64,15 @@ def run_project_tests(project: Path, package: str) -> SuiteReport:
     python, reason = project_python(project, package)
     if python is None:
         return SuiteReport(ran=False, summary=reason)
+    # Not the variables of a pytest that runs ptscaffold (its worker, its current test), but the
+    # user's PYTEST_ADDOPTS, which their own `python -m pytest` would read too
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith("PYTEST_") or k == "PYTEST_ADDOPTS"
+    }
     proc = subprocess.run(
         [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfE"],
         cwd=project,
-        env={k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")},
+        env=env,
         capture_output=True,
         text=True,
     )
