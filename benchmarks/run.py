@@ -39,6 +39,7 @@ BENCHMARKS = [
     "runtools",
     "gpt2_finetune",
     "sweeps",
+    "exports",
 ]
 
 

@@ -43,6 +43,7 @@ EXPECTED = {
     "ema": ["cnn_ratio", "cnn_update_ms", "linear_ratio", "linear_update_ms"],
     "ckpt_save": ["sync_save_s", "async_save_s"],
     "sweeps": ["ratio", "best_tpe", "best_random"],
+    "exports": ["onnx_latency_ratio", "int8_accuracy_drop"],  # --quick: the image model alone
     "trackers": [
         f"{tracker}_{figure}"
         for tracker in ("wandb", "mlflow")
