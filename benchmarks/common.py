@@ -486,8 +486,8 @@ def import_project(spec: dict[str, Any]) -> SimpleNamespace:
         "model": "model",
         "optim": "optim",
         "sampling": "data.sampling",
-        "step": "step",
-        "train": "train",
+        "step": "engine.step",
+        "loop": "engine.loop",
     }
     return SimpleNamespace(
         **{n: importlib.import_module(f"{package}.{m}") for n, m in modules.items()}
@@ -513,15 +513,15 @@ def timed_run_args(spec: dict[str, Any], clock: StepClock, batch: int) -> list[s
 
 def run_generated(project: SimpleNamespace, args: list[str], clock: StepClock) -> None:
     """The generated `train` end to end (`main`, as the console script runs it), timed per step."""
-    train: ModuleType = project.train
-    original = train.train_step
+    loop: ModuleType = project.loop
+    original = loop.train_step
 
     def timed_step(*a: Any, **kw: Any) -> Any:
         clock.tick()
         return original(*a, **kw)
 
-    train.train_step = timed_step
-    code = train.main(args)
+    loop.train_step = timed_step
+    code = loop.run(args)
     if code != 0:
         raise BenchmarkError(f"generated train exited with {code}")
 
@@ -556,7 +556,7 @@ def same_setup(project: SimpleNamespace, cfg: Any, *, plain: bool = False) -> Si
         )
     model = project.model.build_model(cfg.model, datasets.info)
     optimizer = project.optim.build_optimizer(model, cfg.optim)
-    epochs, _ = project.train.run_epochs(cfg, batches_per_epoch, len(datasets.train))  # epochs=0
+    epochs, _ = project.loop.run_epochs(cfg, batches_per_epoch, len(datasets.train))  # epochs=0
     total_steps = batches_per_epoch * epochs
     if cfg.max_steps:
         total_steps = min(total_steps, cfg.max_steps)

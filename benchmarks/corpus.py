@@ -348,7 +348,7 @@ class _Enough(BaseException):
 
 def _measure_training(spec: dict[str, Any]) -> dict[str, Any]:
     project = common.import_project(spec)
-    train = project.train
+    train = project.loop
     original, state = train.train_step, {"steps": 0}
     result: dict[str, Any] = {}
 
@@ -378,7 +378,7 @@ def _measure_training(spec: dict[str, Any]) -> dict[str, Any]:
 
     train.build_datasets, train.cpu_budget = remember_data, remember_budget
     try:
-        train.main([f"data.source={source}", f"runs_dir={runs}", "log_interval=1000"])
+        train.run([f"data.source={source}", f"runs_dir={runs}", "log_interval=1000"])
     except _Enough:
         pass
     finally:

@@ -83,13 +83,13 @@ def measure(spec: dict[str, Any]) -> dict[str, float]:
         f"ema_decay={0.999 if ema == 'ema' else 0.0}",
     ]
     built = {}
-    real_build_model = project.train.build_model
+    real_build_model = project.loop.build_model
 
     def build_model(cfg: Any, info: Any) -> Any:
         built["model"] = tiny_model() if model == "linear" else real_build_model(cfg, info)
         return built["model"]
 
-    project.train.build_model = build_model
+    project.loop.build_model = build_model
     common.run_generated(project, args, clock)
     return {
         "ms_per_step": clock.seconds_per_step() * 1e3,
@@ -105,7 +105,7 @@ def time_update(project: Any, model: Any, calls: int = 200) -> float:
 
     import torch
 
-    ema_module = importlib.import_module(f"{project.train.__package__}.ema")
+    ema_module = importlib.import_module(f"{project.loop.__package__}.ema")
     ema = ema_module.Ema(model, torch.optim.SGD(model.parameters(), lr=0.0), 0.999)
     times = []
     for _ in range(calls):

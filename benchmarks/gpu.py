@@ -82,7 +82,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     import torch
 
     project = common.import_project(spec)
-    throughput = importlib.import_module(f"{spec['package']}.record.throughput")
+    throughput = importlib.import_module(f"{spec['package']}.engine.record.throughput")
     shape, mode = SIZES[spec["size"]], spec["contender"]
     cuda = torch.cuda.is_available()
     device = torch.device("cuda" if cuda else "cpu")

@@ -118,15 +118,15 @@ def measure(spec: dict[str, Any]) -> dict[str, float]:
         f"runs_dir={run_dir}",
         f"run_name={spec['contender']}-{Path(spec['out']).stem}",
     ]
-    real_build_datasets = project.train.build_datasets
+    real_build_datasets = project.loop.build_datasets
 
     def without_augmentation(cfg: Any) -> Any:
         datasets = real_build_datasets(cfg)
         datasets.train.augment = False  # a cheap batch: the loop, not the data, is measured
         return datasets
 
-    project.train.build_datasets = without_augmentation
-    project.train.build_model = lambda cfg, info: tiny_model()
+    project.loop.build_datasets = without_augmentation
+    project.loop.build_model = lambda cfg, info: tiny_model()
     contender = spec["contender"]
     if contender == "generated":
         common.run_generated(project, args, clock)

@@ -152,7 +152,7 @@ def generated(spec: dict[str, Any]) -> dict[str, float]:
         [f"data.source={spec['source']}", *spec["args"],
          f"runs_dir={Path(spec['work']) / 'runs'}", f"run_name=default-{Path(spec['out']).stem}"]
     )  # fmt: skip
-    result = project.train.train(cfg)
+    result = project.loop.train(cfg)
     return {
         "val_acc": result["val_acc"],
         "steps": result["step"],

@@ -98,7 +98,7 @@ READ_ONLY = """
 import sys, tempfile, time
 from pathlib import Path
 from PACKAGE import compare
-from PACKAGE.record.tables import write_table
+from PACKAGE.engine.record.tables import write_table
 start = time.perf_counter()
 folders = compare.find_runs([Path(sys.argv[1])])
 metric = compare.monitored(folders)

@@ -208,7 +208,7 @@ def timed_tracker(package: str) -> dict[str, list[float]]:
     now on; the lists fill as the loop runs. Importing it first changes nothing: the loop
     imports it at start-up anyway, outside the timed window."""
     started = time.perf_counter()
-    module = importlib.import_module(f"{package}.record.tracker")
+    module = importlib.import_module(f"{package}.engine.record.tracker")
     calls = {"import_s": [time.perf_counter() - started], "metrics_per_log": []}
     for method, key, scale in [
         ("__init__", "start_s", 1.0),

@@ -561,18 +561,18 @@ def test_an_unedited_0_3_0_project_updates_to_exactly_a_fresh_project(
     assert tracked_tree(project) == fresh
 
 
-LIFTED_IN = "0.4.0"  # the version that moved runtime/parallelize.py up, beside the machinery
+LIFTED_IN = "0.4.0"  # the version that moved the machinery, runtime/parallelize.py with it, to engine/
 
 
 @pytest.mark.slow
 def test_a_0_3_0_project_keeps_its_edit_of_runtime_parallelize(
     tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ):
-    """0.3.0 kept parallelize.py in runtime/; this version keeps it at the top of the package. A
-    user's note in the old file follows it there, and the old file is gone."""
+    """0.3.0 kept parallelize.py in runtime/; this version keeps it in engine/, with the rest of
+    the machinery. A user's note in the old file follows it there, and the old file is gone."""
     answers = {"distributed": "ddp", "activation_checkpointing": "true"}
-    old, new = "src/proj/runtime/parallelize.py", "src/proj/parallelize.py"
-    assert moves_of(LIFTED_IN) == {old: new}
+    old, new = "src/proj/runtime/parallelize.py", "src/proj/engine/parallelize.py"
+    assert moves_of(LIFTED_IN)[old] == new
     checkout = checkout_release(SLIMMED_FROM, tmp_path_factory)
     project = make_old_project(checkout, tmp_path / "old" / "proj", answers, SLIMMED_FROM)
     current = ptscaffold.new(

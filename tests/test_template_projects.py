@@ -217,22 +217,30 @@ def _lint_imports(project: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, cwd=project, env=env, capture_output=True, text=True)
 
 
+# A planted import and the contract it breaks: the machinery importing a command, and the
+# recorder importing the data it should be handed
+PLANTED = [
+    ("metrics.py", "from ... import train", "every import points down"),
+    ("recorder.py", "from ...data import loading", "the recorder is handed what it records"),
+]
+
+
 @pytest.mark.parametrize("answers", DEFAULTS, ids=lambda a: a["task"])
-def test_import_layers_hold_and_break_when_a_folder_imports_a_command(
+def test_import_layers_hold_and_break_when_the_machinery_imports_upwards(
     answers, render_project, tmp_path
 ):
     """The generated import-linter contracts pass as rendered (every render's own test_style runs
-    them too), and fail when a module in a folder imports a command."""
+    them too), and each fails when a module of the recorder imports what it must not."""
     project = render_project(answers)
     assert _lint_imports(project).returncode == 0
-    edited = tmp_path / "project"
-    shutil.copytree(project, edited, ignore=shutil.ignore_patterns("__pycache__"))
-    metrics = edited / "src" / tm.PACKAGE / "record" / "metrics.py"
-    planted = "\nfrom .. import train  # noqa: E402\n"  # record/ importing a command
-    metrics.write_text(metrics.read_text(encoding="utf-8") + planted)
-    broken = _lint_imports(edited)
-    assert broken.returncode != 0
-    assert "folders never import commands BROKEN" in broken.stdout, broken.stdout
+    for name, planted, contract in PLANTED:
+        edited = tmp_path / name
+        shutil.copytree(project, edited, ignore=shutil.ignore_patterns("__pycache__"))
+        module = edited / "src" / tm.PACKAGE / "engine" / "record" / name
+        module.write_text(module.read_text(encoding="utf-8") + f"\n{planted}  # noqa: E402\n")
+        broken = _lint_imports(edited)
+        assert broken.returncode != 0
+        assert f"{contract} BROKEN" in broken.stdout, broken.stdout
 
 
 # Models of one's own in place of each task's example, as a user writes them in model.py: a

@@ -531,7 +531,7 @@ FOOTPRINTS = (
         "tracker",
         lambda a: a["logger"] in ("wandb", "mlflow"),
         (
-            Mark(rf"^src/{PKG}/record/tracker\.py$", in_path=True),
+            Mark(rf"^src/{PKG}/engine/record/tracker\.py$", in_path=True),
             Mark(r"^tests/test_tracker\.py$", in_path=True),
             Mark(r"\btracker=", files=r"^tests/"),
         ),
@@ -591,14 +591,14 @@ def test_each_flag_renders_its_code_and_nothing_when_off(matrix: Matrix):
 
 # --- the shape of the generated code (what a maintainer reads) -----------------------------------
 
-TRAIN_JINJA = tm.REPO_ROOT / "template" / "src" / "{{package_name}}" / "train.py.jinja"
-TRAIN_PY = f"src/{PKG}/train.py"
-# Distinct train.py files over the flag matrix, per task: the tasks' loops differ where each
-# starts from its own pretrained weights (a GPT-2 folder, a timm backbone) and where
+TRAIN_JINJA = tm.REPO_ROOT / "template" / "src" / "{{package_name}}" / "engine" / "loop.py.jinja"
+TRAIN_PY = f"src/{PKG}/engine/loop.py"
+# Distinct training loops (engine/loop.py) over the flag matrix, per task: the tasks' loops differ
+# where each starts from its own pretrained weights (a GPT-2 folder, a timm backbone) and where
 # classification runs k-fold cross-validation, so a project holds at most 12 variants' worth
 MAX_TRAIN_RENDERS_PER_TASK = 12
-MAX_TRAIN_CONDITIONALS = 14  # `{% if %}` in train.py.jinja
-MAX_FUNCTION_LINES = 100  # any function of any train.py render
+MAX_TRAIN_CONDITIONALS = 14  # `{% if %}` in engine/loop.py.jinja
+MAX_FUNCTION_LINES = 100  # any function of any loop's render
 JINJA_TAG = re.compile(r"\{\{|\{%|\{#")
 
 
@@ -606,10 +606,10 @@ def _functions(tree: ast.AST) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
     return [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
 
 
-def test_train_py_is_one_short_script_in_few_variants(
+def test_the_loop_is_one_short_script_in_few_variants(
     matrix: Matrix, record_property: Callable[..., None]
 ):
-    """Few distinct train.py files, each of short functions without closures."""
+    """Few distinct engine/loop.py files, each of short functions without closures."""
     renders = [sha for path, sha in matrix.distinct(".py") if path == TRAIN_PY]
     first_combo = (matrix.combos[matrix.combos_with(TRAIN_PY, sha)[0]] for sha in renders)
     per_task = Counter(combo["task"] for combo in first_combo)
@@ -631,13 +631,69 @@ def test_train_py_is_one_short_script_in_few_variants(
                 )
     record_property(
         tm.TIMING,
-        f"train.py: {dict(per_task)} distinct renders per task, {conditionals} {{% if %}} in the "
-        f"template, longest function {longest} lines",
+        f"engine/loop.py: {dict(per_task)} distinct renders per task, {conditionals} "
+        f"{{% if %}} in the template, longest function {longest} lines",
     )
     assert max(per_task.values()) <= MAX_TRAIN_RENDERS_PER_TASK, per_task
     assert conditionals <= MAX_TRAIN_CONDITIONALS
     if problems:
-        _fail("train.py functions that are too long or nest functions", problems)
+        _fail("loop functions that are too long or nest functions", problems)
+
+
+# --- the layout: a project's own files at the package's top, the machinery in engine/ ------------
+
+MAX_TOP_MODULES = 15  # modules beside __init__.py at the top of the package, in any render
+RECORDER = f"src/{PKG}/engine/record/"
+MAX_RECORDER_IMPORTS = 5  # the package's modules outside engine/record/ that the recorder imports
+
+
+def test_the_package_top_holds_at_most_15_modules_in_every_render(matrix: Matrix):
+    """Commands and the files a user edits stand at the top; the machinery is in engine/."""
+    top = re.compile(rf"src/{PKG}/(\w+)\.py")
+    counts = [
+        sorted(m[1] for m in map(top.fullmatch, manifest) if m and m[1] != "__init__")
+        for manifest in matrix.manifests
+    ]
+    most = max(range(len(counts)), key=lambda i: len(counts[i]))
+    assert len(counts[most]) <= MAX_TOP_MODULES, (matrix.combos[most], counts[most])
+
+
+def imported_modules(path: str, source: str) -> set[str]:
+    """The absolute names of the modules a file of the rendered package imports from it."""
+    package = path.removeprefix("src/").removesuffix(".py").split("/")[:-1]
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = package[: len(package) - node.level + 1]
+            found.add(".".join([*base, *([node.module] if node.module else [])]))
+        elif isinstance(node, ast.ImportFrom | ast.Import):
+            names = (
+                [node.module] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+            )
+            found |= {name for name in names if name and name.split(".")[0] == PKG}
+    return found
+
+
+def test_the_recorder_imports_few_of_the_package_in_every_render(matrix: Matrix):
+    """The recorder is handed what it records: of the package's modules outside engine/record/,
+    it imports at most MAX_RECORDER_IMPORTS, in any render."""
+    inside = f"{PKG}.engine.record"
+    per_file = {
+        (path, sha): imported_modules(path, matrix.text(sha) or "")
+        for path, sha in matrix.distinct(".py")
+        if path.startswith(RECORDER)
+    }
+    worst: set[str] = set()
+    for manifest in matrix.manifests:
+        outside = {
+            module
+            for (path, sha), modules in per_file.items()
+            if manifest.get(path) == sha
+            for module in modules
+            if module != inside and not module.startswith(inside + ".")
+        }
+        worst = max(worst, outside, key=len)
+    assert len(worst) <= MAX_RECORDER_IMPORTS, sorted(worst)
 
 
 TEMPLATE_PACKAGE = tm.REPO_ROOT / "template" / "src" / "{{package_name}}"

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from .config import MONITORS, NAMING, RESUMES, Config, flatten
-from .record.metrics import read_metrics
-from .record.tables import MISSING, Row, pyplot, save_png, write_table
+from .engine.record.metrics import read_metrics
+from .engine.record.tables import MISSING, Row, pyplot, save_png, write_table
 from .runtime import is_alive
 from .runtime.commands import command_parser
 

@@ -153,7 +153,7 @@ def with_batch_size(
 
 def with_chosen(cfg: Config, datasets: Datasets, saved: dict[str, Any] | None = None) -> Config:
     """`cfg` with the data keys as `datasets` resolved them (`Datasets.chosen`); a resumed run's
-    are its own, kept from its start (resume.py gives it its saved settings), and said so."""
+    are its own, kept from its start (engine/resume.py gives it its saved settings), and said so."""
     kept = saved["config"]["data"] if saved else {}
     for key, (value, _) in datasets.chosen.items():
         if kept.get(key) == value:

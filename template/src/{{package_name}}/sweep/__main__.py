@@ -7,7 +7,7 @@ if importlib.util.find_spec("optuna") is None:  # the sweep extra
     print('error: the sweep needs Optuna: pip install -e ".[sweep]"', file=sys.stderr)
     raise SystemExit(2)
 
-from ..train import run
+from ..engine.loop import run
 from .runner import main
 
 raise SystemExit(main(None, run))

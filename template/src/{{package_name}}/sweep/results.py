@@ -11,7 +11,7 @@ from pathlib import Path
 import optuna
 from optuna.trial import TrialState
 
-from ..record.tables import MISSING, Row, pyplot, save_png, write_table
+from ..engine.record.tables import MISSING, Row, pyplot, save_png, write_table
 from .spec import PACKAGE, Sweep, overrides, result, run_name, say, value_text
 
 

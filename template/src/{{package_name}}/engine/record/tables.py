@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..runtime.files import write_whole, writing
+from ...runtime.files import write_whole, writing
 
 MISSING = 'matplotlib is not installed (pip install -e ".[plot]")'
 DIGITS = {"steps": 6, "wall_s": 3, "samples_per_s": 3}  # significant digits in Markdown; else 4

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import TASK
+from .. import TASK
+from ..config import RESUMES, Config, ConfigError, changes, config_from_dict, load_config
 from .checkpoint import best_checkpoint, check_task, checkpoint_dir, load_checkpoint
-from .config import RESUMES, Config, ConfigError, changes, config_from_dict, load_config
 
 # How long a run trains: a finished run resumed without a change to one of these is done
 LENGTH = {"epochs", "max_steps", "min_steps", "patience"}
