@@ -1,19 +1,15 @@
-"""A dataset of the user's by name (`data.source=MODULE:FUNCTION`), and the targets of any
-classification dataset."""
+"""Datasets of the user's by name (`data.source=MODULE:FUNCTION`), for either task."""
 
 from __future__ import annotations
 
 import importlib
 import re
 from collections.abc import Mapping
-from typing import Any
 
-import numpy as np
 from torch.utils.data import Dataset
 
 from ..config import DataConfig
 from .loading import DataError
-from .sampling import SeededSamples
 
 # data.source=MODULE:FUNCTION: a function of the user's that returns the datasets
 NAMED_SOURCE = re.compile(r"(?P<module>[A-Za-z_][\w.]*):(?P<function>[A-Za-z_]\w*)")
@@ -63,13 +59,3 @@ def named_datasets(cfg: DataConfig) -> dict[str, Dataset]:
                 "expected an (input, target) pair"
             )
     return {name: splits[name] for name in SPLIT_NAMES if name in splits and len(splits[name])}
-
-
-def targets(dataset: Any) -> np.ndarray:
-    """Every target of `dataset` as an int64 array: its `targets` (torchvision's name) when it has
-    them, else read item by item (seeded, so that a random transform moves no stream)."""
-    known = getattr(dataset, "targets", None)
-    if known is not None:
-        return np.asarray(known, dtype=np.int64)
-    items = SeededSamples(dataset, seed=0)
-    return np.array([int(items[(0, i)][1]) for i in range(len(dataset))], dtype=np.int64)
