@@ -561,7 +561,7 @@ def test_an_unedited_0_3_0_project_updates_to_exactly_a_fresh_project(
     assert tracked_tree(project) == fresh
 
 
-LIFTED_IN = "0.4.0"  # the version that moved the machinery, runtime/parallelize.py with it, to engine/
+LIFTED_IN = "0.4.0"  # moved the machinery (runtime/parallelize.py with it) to engine/
 
 
 @pytest.mark.slow
@@ -590,3 +590,48 @@ def test_a_0_3_0_project_keeps_its_edit_of_runtime_parallelize(
     text = (project / new).read_text()
     assert OUR_COMMENT in text.splitlines(), f"the note in {old} is in {new}"
     assert without_our_comment(text) == fresh.splitlines()
+
+
+# --- a 0.3.0 project, updated across the move of the machinery to engine/ -----------------------
+
+# A 0.3.0 user's first edits: notes in the model and in two machinery files this version moves
+# to engine/, at their path there and here
+EDITED_IN_0_3_0 = {
+    "model.py": "model.py",
+    "step.py": "engine/step.py",
+    "record/recorder.py": "engine/record/recorder.py",
+}
+OUR_SETTING = "    hidden: int = 64  # our own setting"
+
+
+@pytest.mark.slow
+def test_a_0_3_0_project_keeps_its_model_edit_its_notes_in_moved_files_and_its_setting(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+):
+    """The update carries a 0.3.0 user's notes in model.py and in the machinery files this version
+    moved into engine/ to their new paths, without a conflict there. The setting they added to
+    0.3.0's config.py, whose sections now live in task_config.py as pydantic declarations, comes
+    back as a listed conflict in config.py that holds their line: nothing is dropped."""
+    checkout = checkout_release(SLIMMED_FROM, tmp_path_factory)
+    project = make_old_project(checkout, tmp_path / "old" / "proj", {}, SLIMMED_FROM)
+    package = project / "src" / "proj"
+    current = ptscaffold.new(tmp_path / "current" / "proj", defaults=True, git=False, quiet=True)
+    for old, new in EDITED_IN_0_3_0.items():
+        note_above_a_shared_definition(package / old, current / "src" / "proj" / new, OUR_COMMENT)
+    config = package / "config.py"
+    declared = "class ModelConfig:\n"
+    assert declared in config.read_text()
+    config.write_text(config.read_text().replace(declared, declared + OUR_SETTING + "\n", 1))
+    commit_all(project, "the user's edits")
+
+    fresh_caches(monkeypatch, tmp_path)
+    result = invoke("update", str(project))
+    assert result.exit_code == 3, result.stdout + result.stderr
+    conflicted = git(project, "diff", "--name-only", "--diff-filter=U").split()
+    assert conflicted == ["src/proj/config.py"], result.stderr
+    for old, new in EDITED_IN_0_3_0.items():
+        noted = OUR_COMMENT in (package / new).read_text().splitlines()
+        assert noted, f"the note in {old} is in {new}"
+        assert old == new or not (package / old).exists(), f"{old} moved to {new}"
+    text = config.read_text()
+    assert OUR_SETTING in text.splitlines() and "<<<<<<<" in text, "kept in the conflict markers"
