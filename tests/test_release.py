@@ -478,6 +478,22 @@ def note_above_a_shared_definition(old: Path, new: Path, comment: str) -> None:
     raise AssertionError(f"{old.name}: no definition whose note merges into {new.name} cleanly")
 
 
+def noted_project(
+    version: str, edited: dict[str, str], tmp_path: Path, factory: pytest.TempPathFactory
+) -> tuple[Path, Path]:
+    """A default project of release `version` with OUR_COMMENT above a definition of each file of
+    `edited` (its path there -> its path in this version), where a merge carries it cleanly; and
+    the project this version makes, to compare with."""
+    checkout = checkout_release(version, factory)
+    project = make_old_project(checkout, tmp_path / "old" / "proj", {}, version)
+    current = ptscaffold.new(tmp_path / "current" / "proj", defaults=True, git=False, quiet=True)
+    for old, new in edited.items():
+        note_above_a_shared_definition(
+            project / "src" / "proj" / old, current / "src" / "proj" / new, OUR_COMMENT
+        )
+    return project, current
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("version", [OLD, MOVED_FROM])
 def test_edits_of_model_data_config_and_train_survive_and_the_project_passes_its_tests(
@@ -492,12 +508,8 @@ def test_edits_of_model_data_config_and_train_survive_and_the_project_passes_its
     the default project's whole suite runs in test_template_projects, so the update runs one
     test file of it here (PYTEST_ADDOPTS, which the project's pytest reads), enough to show that
     the update runs the project's tests and reads their result."""
-    checkout = checkout_release(version, tmp_path_factory)
-    project = make_old_project(checkout, tmp_path / "old" / "proj", {}, version)
+    project, current = noted_project(version, EDITED_FIRST, tmp_path, tmp_path_factory)
     package = project / "src" / "proj"
-    current = ptscaffold.new(tmp_path / "current" / "proj", defaults=True, git=False, quiet=True)
-    for old, new in EDITED_FIRST.items():
-        note_above_a_shared_definition(package / old, current / "src" / "proj" / new, OUR_COMMENT)
     commit_all(project, "the user's edits")
 
     fresh_caches(monkeypatch, tmp_path)
@@ -612,12 +624,8 @@ def test_a_0_3_0_project_keeps_its_model_edit_its_notes_in_moved_files_and_its_s
     moved into engine/ to their new paths, without a conflict there. The setting they added to
     0.3.0's config.py, whose sections now live in task_config.py as pydantic declarations, comes
     back as a listed conflict in config.py that holds their line: nothing is dropped."""
-    checkout = checkout_release(SLIMMED_FROM, tmp_path_factory)
-    project = make_old_project(checkout, tmp_path / "old" / "proj", {}, SLIMMED_FROM)
+    project, _ = noted_project(SLIMMED_FROM, EDITED_IN_0_3_0, tmp_path, tmp_path_factory)
     package = project / "src" / "proj"
-    current = ptscaffold.new(tmp_path / "current" / "proj", defaults=True, git=False, quiet=True)
-    for old, new in EDITED_IN_0_3_0.items():
-        note_above_a_shared_definition(package / old, current / "src" / "proj" / new, OUR_COMMENT)
     config = package / "config.py"
     declared = "class ModelConfig:\n"
     assert declared in config.read_text()
