@@ -44,6 +44,7 @@ EXPECTED = {
     "ckpt_save": ["sync_save_s", "async_save_s"],
     "sweeps": ["ratio", "best_tpe", "best_random"],
     "exports": ["onnx_latency_ratio", "int8_accuracy_drop"],  # --quick: the image model alone
+    "lm_loop": ["ratio", "median_step_ratio", "hand_written_ms", "trainer_ms"],
     "trackers": [
         f"{tracker}_{figure}"
         for tracker in ("wandb", "mlflow")
