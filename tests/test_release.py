@@ -142,6 +142,7 @@ def moves_of(version: str, package: str = "proj") -> dict[str, str]:
 
 
 MOVED_IN = "0.3.0"  # the version that grouped the package by role
+LIFTED_IN = "0.4.0"  # moved the machinery (runtime/parallelize.py with it) to engine/
 
 
 def unchanged_files(old: Path, answers: dict[str, str], tmp_path: Path) -> list[tuple[str, str]]:
@@ -210,8 +211,8 @@ def test_a_0_1_0_project_updates_keeping_its_edits(
     assert there.read_text() == ours, "an edit of an unchanged file survives"
     assert untouched == there or not untouched.exists()
     assert OUR_LINE in readme.read_text().splitlines(), "an edit of a changed file merges"
-    assert (package / "step.py").is_file()
-    assert (package / "checkpoint.py").is_file()
+    assert (package / "engine" / "step.py").is_file()
+    assert (package / "engine" / "checkpoint.py").is_file()
     recorded = yaml.safe_load((project / ".copier-answers.yml").read_text())
     assert recorded["_commit"] == f"v{ptscaffold.__version__}"
     assert recorded["_src_path"] == _template.CANONICAL_URL, "the 0.1.0 address is migrated"
@@ -318,7 +319,7 @@ def test_an_installed_wheel_updates_a_0_1_0_project_and_serves_plain_copier(
     run = {"cwd": project, "env": env, "capture_output": True, "text": True, "timeout": 600}
     updated = subprocess.run([str(bindir / "ptscaffold"), "update"], **run)
     assert updated.returncode == 0, updated.stderr
-    assert (project / "src" / "proj" / "step.py").is_file()
+    assert (project / "src" / "proj" / "engine" / "step.py").is_file()
     commit_all(project, "update to the new template")
     copier = subprocess.run(
         [python, "-m", "copier", "update", "--trust", "--defaults", "--data", "amp=bf16"], **run
@@ -330,13 +331,14 @@ def test_an_installed_wheel_updates_a_0_1_0_project_and_serves_plain_copier(
 # --- a 0.2.0 project, updated across the moves of 0.3.0 -----------------------------------------
 
 MOVED_FROM = "0.2.0"
-# 0.3.0 grouped the package by role. The files a 0.2.0 user edits here, under src/PKG/: where
-# 0.2.0 had them -> where the current version keeps them (model.py stays, for comparison).
+# 0.3.0 grouped the package by role, 0.4.0 put the machinery in engine/. The files a 0.2.0 user
+# edits here, under src/PKG/: where 0.2.0 had them -> where the current version keeps them
+# (model.py stays, for comparison).
 EDITED_DEFAULTS = {
     "model.py": "model.py",
     "data.py": "data/datasets.py",
-    "checkpoint.py": "checkpoint.py",  # moved into checkpoint/ by 0.3.0, back since
-    "metrics.py": "record/metrics.py",
+    "checkpoint.py": "engine/checkpoint.py",  # into checkpoint/ by 0.3.0, to engine/ by 0.4.0
+    "metrics.py": "engine/record/metrics.py",  # into record/ by 0.3.0, with it into engine/
 }
 EDITED_LANGUAGE_MODEL = {
     "model.py": "model.py",
@@ -389,13 +391,12 @@ def test_a_0_2_0_project_keeps_its_edits_of_moved_files(
         tmp_path / "current" / "proj", data=answers, defaults=True, git=False, quiet=True
     )
     files = set(git(project, "ls-files").split())
-    moves = moves_of(MOVED_IN)
+    # Where each file goes: 0.4.0's move of a path wins over 0.3.0's (0.3.0's move of a file to a
+    # place this version does not render is skipped)
+    moves = moves_of(MOVED_IN) | moves_of(LIFTED_IN)
     dropped = {path for path in files if not (current / path).is_file()}
-    # checkpoint.py and checkpointer.py are at the top of the package again, where 0.2.0 had
-    # them: the 0.3.0 moves of them into checkpoint/ are skipped
-    back = {"src/proj/checkpoint.py", "src/proj/checkpointer.py"}
-    assert dropped == files & moves.keys() - back, (
-        "each 0.2.0 file this version does not render is one the migration moves"
+    assert dropped == files & moves.keys(), (
+        "each 0.2.0 file this version does not render is one a migration moves"
     )
     # ...and lands where this version renders it, but for the modules this version merged into
     # checkpoint.py, recorder.py and runtime/contexts.py, and the sharded checkpoints' (FSDP
@@ -420,9 +421,10 @@ def test_a_0_2_0_project_keeps_its_edits_of_moved_files(
     recorded = yaml.safe_load((project / ".copier-answers.yml").read_text())
     assert recorded["_commit"] == f"v{ptscaffold.__version__}"
     assert git(project, "diff", "--name-only", "--diff-filter=U") == ""
-    # checkpointer.py, which the user left alone, is updated in place: this version's, whole
-    checkpointer = (package / "checkpointer.py").read_text()
-    assert checkpointer == (current / "src" / "proj" / "checkpointer.py").read_text()
+    # checkpointer.py, which the user left alone, is moved: this version's, whole
+    checkpointer = (package / "engine" / "checkpointer.py").read_text()
+    assert checkpointer == (current / "src" / "proj" / "engine" / "checkpointer.py").read_text()
+    assert not (package / "checkpointer.py").exists()
     for old, new in edited.items():
         if old != new:
             assert not (package / old).exists(), f"{old} moved to {new}"
@@ -573,7 +575,6 @@ def test_an_unedited_0_3_0_project_updates_to_exactly_a_fresh_project(
     assert tracked_tree(project) == fresh
 
 
-LIFTED_IN = "0.4.0"  # moved the machinery (runtime/parallelize.py with it) to engine/
 
 
 @pytest.mark.slow

@@ -466,7 +466,7 @@ FOOTPRINTS = (
         "straight_through_quant",
         lambda a: a["straight_through_quant"],
         (
-            Mark(rf"^src/{PKG}/quant\.py$", in_path=True),
+            Mark(rf"^src/{PKG}/runtime/quant\.py$", in_path=True),
             Mark(r"^tests/test_quant\.py$", in_path=True),
         ),
     ),
