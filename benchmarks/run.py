@@ -40,6 +40,7 @@ BENCHMARKS = [
     "gpt2_finetune",
     "sweeps",
     "exports",
+    "tables",
 ]
 
 

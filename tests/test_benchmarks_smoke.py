@@ -44,6 +44,8 @@ EXPECTED = {
     "ckpt_save": ["sync_save_s", "async_save_s"],
     "sweeps": ["ratio", "best_tpe", "best_random"],
     "exports": ["onnx_latency_ratio", "int8_accuracy_drop"],  # --quick: the image model alone
+    # --quick: two tables cut to 600 rows, one seed, two epochs, LightGBM with 10 trees
+    "tables": ["rmse_ratio_max", "accuracy_gap_max", "linear_beaten"],
     "trackers": [
         f"{tracker}_{figure}"
         for tracker in ("wandb", "mlflow")
