@@ -10,7 +10,8 @@ benchmarks/tables.py measures it against LightGBM and a linear model. Three part
   training (and for a missing one, unless missing was seen in training). Piecewise-linear
   encoding bins (quantiles of each numeric column on the training split) for the network's
   numeric embeddings. Target: classes indexed for classification; a regression target
-  standardized, in log space when it is positive and skewed (`log_target="auto"`).
+  standardized (in log space on request: `log_target=True`, or `"auto"` for a positive target
+  with skew > 1; off by default, as it cost RMSE on diamonds).
 - `TabularNet`: categorical embeddings and numeric features (raw scaled values, or piecewise-
   linear encodings) concatenated into an MLP, plain or residual.
 - `fit`: AdamW, a cosine schedule over the epochs chosen from the table's size, the weights of
@@ -33,7 +34,14 @@ from torch import nn
 CLIP = 5.0  # scaled numeric values are clipped to +-CLIP
 MAX_CLASSES = 20  # an integer target with at most this many distinct values is classification
 UNSEEN = 0  # the embedding row of a category never seen in training
-STEPS = 3000  # optimizer steps a training aims at (the epochs follow from the batches)
+STEPS = 1500  # optimizer steps a training aims at (the epochs follow from the batches)
+# Learning rate, dropout and AdamW's weight decay by the task: classification (log loss) overfit
+# within a few epochs at the regression settings; regression (diamonds) lost 50% RMSE at the
+# classification ones (benchmarks/RESULTS.md, section 22)
+REGULARIZATION = {
+    "regression": {"lr": 1e-3, "dropout": 0.1, "weight_decay": 1e-5},
+    "classification": {"lr": 3e-4, "dropout": 0.3, "weight_decay": 1e-3},
+}
 
 
 def infer_task(y: pd.Series) -> str:
@@ -78,7 +86,7 @@ class Preprocessor:
 
     @classmethod
     def fit(
-        cls, train: pd.DataFrame, target: str, *, log_target: str | bool = "auto", n_bins: int = 32
+        cls, train: pd.DataFrame, target: str, *, log_target: str | bool = False, n_bins: int = 32
     ) -> Preprocessor:
         p = cls(target=target, task=infer_task(train[target]))
         features = train.drop(columns=[target])
@@ -265,7 +273,7 @@ class TabularNet(nn.Module):
         depth: int = 3,
         dropout: float = 0.1,
         residual: bool = False,
-        numeric_embedding: str = "none",  # "none" | "ple"
+        numeric_embedding: str = "ple",  # "ple" | "none"
         ple_dim: int = 8,
     ) -> None:
         super().__init__()
@@ -303,11 +311,12 @@ class TabularNet(nn.Module):
 
 def defaults_for(n_train: int) -> dict[str, int]:
     """Batch size and epochs from the training split's size: batches of about n/32 (64 to 1024,
-    a power of two), and epochs for about STEPS optimizer steps (10 to 100)."""
+    a power of two), epochs for about STEPS optimizer steps (10 to 100), and early stopping's
+    patience a third of them (at least 10): the cosine schedule's last epochs are its best."""
     batch = int(min(1024, max(64, 2 ** round(math.log2(max(1, n_train / 32))))))
     steps_per_epoch = max(1, n_train // batch)
     epochs = int(min(100, max(10, math.ceil(STEPS / steps_per_epoch))))
-    return {"batch_size": batch, "epochs": epochs, "patience": max(8, epochs // 5)}
+    return {"batch_size": batch, "epochs": epochs, "patience": max(10, epochs // 3)}
 
 
 @dataclass
@@ -355,10 +364,12 @@ def fit(
     target: str,
     *,
     seed: int = 0,
-    lr: float = 1e-3,
-    weight_decay: float = 1e-5,
+    lr: float | None = None,
+    weight_decay: float | None = None,
+    dropout: float | None = None,
     max_epochs: int | None = None,
-    log_target: str | bool = "auto",
+    log_target: str | bool = False,
+    patience: int | None = None,
     **model_args: Any,
 ) -> tuple[Preprocessor, TabularNet, dict[str, Any]]:
     """The preprocessing fitted on `train`, the network trained on it; the epoch with the best
@@ -371,13 +382,19 @@ def fit(
     sizes = defaults_for(len(tr))
     epochs = max_epochs or sizes["epochs"]
     batch = min(sizes["batch_size"], len(tr))
-    model = TabularNet(pre, **model_args)
+    classify = pre.task == "classification"
+    if dropout is None:  # by the task: see REGULARIZATION
+        dropout = REGULARIZATION[pre.task]["dropout"]
+    if weight_decay is None:
+        weight_decay = REGULARIZATION[pre.task]["weight_decay"]
+    if lr is None:
+        lr = REGULARIZATION[pre.task]["lr"]
+    model = TabularNet(pre, dropout=dropout, **model_args)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
     steps = epochs * max(1, len(tr) // batch)
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps))
     )
-    classify = pre.task == "classification"
     loss_fn = nn.CrossEntropyLoss() if classify else nn.MSELoss()
     generator = torch.Generator().manual_seed(seed)
     best, best_state, best_epoch, epoch = math.inf, None, -1, 0
@@ -400,7 +417,7 @@ def fit(
         if value < best:
             best, best_epoch = value, epoch
             best_state = copy.deepcopy(model.state_dict())
-        elif epoch - best_epoch >= sizes["patience"]:
+        elif epoch - best_epoch >= (patience or sizes["patience"]):
             break
     if best_state is not None:
         model.load_state_dict(best_state)
