@@ -157,6 +157,9 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     from benchmarks import tabular_reference as ref
 
     torch.set_num_threads(1)
+    import lightgbm  # noqa: F401  (imported before any contender's clock starts)
+    import sklearn.linear_model  # noqa: F401
+
     quick = spec["quick"]
     names = spec["contender"].split("+")
     results: dict[str, Any] = {}
