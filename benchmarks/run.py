@@ -1,6 +1,6 @@
 """Run the benchmarks and regenerate benchmarks/RESULTS.md.
 
-    python benchmarks/run.py                # all of them, about 10 minutes on 2 cores
+    python benchmarks/run.py                # all of them, about 10 minutes on 2 cores + 8 (tables)
     python benchmarks/run.py --quick        # tiny sizes, about a minute: prints, writes no file
     python benchmarks/run.py --only overhead generation
 
@@ -41,6 +41,7 @@ BENCHMARKS = [
     "sweeps",
     "exports",
     "lm_loop",
+    "tables",
 ]
 
 

@@ -45,6 +45,8 @@ EXPECTED = {
     "sweeps": ["ratio", "best_tpe", "best_random"],
     "exports": ["onnx_latency_ratio", "int8_accuracy_drop"],  # --quick: the image model alone
     "lm_loop": ["ratio", "median_step_ratio", "hand_written_ms", "trainer_ms"],
+    # --quick: two tables cut to 600 rows, one seed, two epochs, LightGBM with 10 trees
+    "tables": ["rmse_ratio_max", "accuracy_gap_max", "linear_beaten"],
     "trackers": [
         f"{tracker}_{figure}"
         for tracker in ("wandb", "mlflow")
