@@ -575,8 +575,6 @@ def test_an_unedited_0_3_0_project_updates_to_exactly_a_fresh_project(
     assert tracked_tree(project) == fresh
 
 
-
-
 @pytest.mark.slow
 def test_a_0_3_0_project_keeps_its_edit_of_runtime_parallelize(
     tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
