@@ -526,6 +526,24 @@ def run_generated(project: SimpleNamespace, args: list[str], clock: StepClock) -
         raise BenchmarkError(f"generated train exited with {code}")
 
 
+def run_generated_loader(project: SimpleNamespace, args: list[str], clock: StepClock) -> Any:
+    """`run_generated`, and the training DataLoader the generated `train` built (to report the
+    workers and batch it picked)."""
+    loaders = []
+    real_make_loader = project.loading.make_loader  # make_loaders calls it there
+
+    def make_loader(*a: Any, **kw: Any) -> Any:
+        loaders.append(real_make_loader(*a, **kw))
+        return loaders[-1]
+
+    project.loading.make_loader = make_loader
+    try:
+        run_generated(project, args, clock)
+    finally:
+        project.loading.make_loader = real_make_loader
+    return loaders[0]
+
+
 def same_setup(project: SimpleNamespace, cfg: Any, *, plain: bool = False) -> SimpleNamespace:
     """What the generated `train` builds before its loop (data, model, optimizer, schedule), for
     a baseline loop. By default with the generated loader and threads, so that the baseline

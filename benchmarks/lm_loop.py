@@ -132,16 +132,8 @@ def measure(spec: dict[str, Any]) -> dict[str, float]:
         f"run_name={spec['contender']}-{Path(spec['out']).stem}",
     ]
     if spec["contender"] == "trainer":
-        loaders = []
-        real_make_loader = project.loading.make_loader  # make_loaders calls it there
-
-        def make_loader(*a: Any, **kw: Any) -> Any:
-            loaders.append(real_make_loader(*a, **kw))
-            return loaders[-1]
-
-        project.loading.make_loader = make_loader  # to report the workers it picked
-        common.run_generated(project, args, clock)
-        workers, batch = loaders[0].num_workers, loaders[0].batch_size
+        loader = common.run_generated_loader(project, args, clock)
+        workers, batch = loader.num_workers, loader.batch_size
     else:
         workers, batch = 0, nanogpt_loop(project, project.config.load_config(args), clock)
     block = project.config.load_config(args).data.block_size

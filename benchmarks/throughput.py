@@ -115,16 +115,7 @@ def measure(spec: dict[str, Any]) -> dict[str, float]:
     ]
     cfg = project.config.load_config(args)
     if spec["contender"] == "generated":
-        loaders = []
-        real_make_loader = project.loading.make_loader  # make_loaders calls it there
-
-        def make_loader(*a: Any, **kw: Any) -> Any:
-            loaders.append(real_make_loader(*a, **kw))
-            return loaders[-1]
-
-        project.loading.make_loader = make_loader  # to report the workers it picked
-        common.run_generated(project, args, clock)
-        workers = loaders[0].num_workers
+        workers = common.run_generated_loader(project, args, clock).num_workers
     else:
         setup = common.same_setup(project, cfg, plain=True)
         workers = setup.loader.num_workers
